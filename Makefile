@@ -1,0 +1,37 @@
+# ABC crawler: the two front-door commands are `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.abc-installed
+# Every MPI run in the test suite is wrapped in a timeout: a collective entered by
+# only some ranks hangs forever.
+MPI_TIMEOUT ?= 300
+
+.PHONY: all venv test test-unit test-mpi demo clean
+
+all: test
+
+$(STAMP): pyproject.toml setup.py $(wildcard kernels/*.pyx kernels/*.pxd)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel "Cython>=3.0" "numpy>=1.26"
+	$(PY) -m pip install -q --no-build-isolation -e '.[test,partition]'
+	touch $@
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/mpi
+	for n in 1 2 4; do \
+	  echo "== MPI tests at $$n rank(s)"; \
+	  timeout $(MPI_TIMEOUT) $(BIN)/mpiexec -n $$n $(PY) -m pytest -q -p no:cacheprovider --with-mpi tests/mpi || exit 1; \
+	done
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/mpi
+
+demo: $(STAMP)
+	PATH=$(abspath $(BIN)):$$PATH $(PY) -m abc_crawler.demo
+
+clean:
+	rm -rf build *.egg-info demo kernels/*.c kernels/*.so

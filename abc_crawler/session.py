@@ -1,0 +1,170 @@
+"""Session directory I/O: atomic writes and the columnar graph file.
+
+The format is documented in ``docs/SESSION_FORMAT.md``; this module is the one
+place that reads and writes it.
+
+Examples
+--------
+>>> import tempfile, numpy as np
+>>> d = tempfile.mkdtemp()
+>>> g = SessionGraph.from_urls(["http://a.test/", "http://a.test/x"], ranks=2)
+>>> save_graph(d, g)
+>>> load_graph(d).urls
+['http://a.test/', 'http://a.test/x']
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from .urls import fingerprint
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SessionGraph",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "save_graph",
+    "load_graph",
+    "read_json",
+    "pack_strings",
+    "unpack_strings",
+]
+
+FORMAT_VERSION = 1
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename.
+
+    A reader sees either the old file or the new one, never a partial one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=1, sort_keys=False) + "\n").encode())
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    with open(path, "rb") as fh:
+        return json.load(fh)
+
+
+def pack_strings(strings: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Pack strings into (UTF-8 blob as uint8, int64 offsets of length n+1)."""
+    encoded = [s.encode() for s in strings]
+    off = np.zeros(len(encoded) + 1, dtype=np.int64)
+    if encoded:
+        np.cumsum([len(b) for b in encoded], out=off[1:])
+    blob = np.frombuffer(b"".join(encoded), dtype=np.uint8).copy()
+    return blob, off
+
+
+def unpack_strings(blob: np.ndarray, off: np.ndarray) -> list[str]:
+    raw = blob.tobytes()
+    o = off.tolist()
+    return [raw[o[i]:o[i + 1]].decode() for i in range(len(o) - 1)]
+
+
+@dataclass
+class SessionGraph:
+    """The crawled graph of one session (see docs/SESSION_FORMAT.md).
+
+    ``urls`` is a Python list; every other field is a NumPy array.
+    """
+
+    ranks: int
+    urls: list[str]
+    url_fp: np.ndarray
+    url_status: np.ndarray
+    url_rank: np.ndarray
+    url_bytes: np.ndarray
+    url_superstep: np.ndarray
+    url_node: np.ndarray
+    link_src: np.ndarray
+    link_dst: np.ndarray
+    node_url: np.ndarray
+    edge_src: np.ndarray
+    edge_dst: np.ndarray
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_urls(cls, urls: list[str], ranks: int) -> "SessionGraph":
+        """An empty graph over ``urls`` (nothing requested, no links); for tests and tools."""
+        u = len(urls)
+        e32 = np.zeros(0, dtype=np.int32)
+        return cls(
+            ranks=ranks,
+            urls=list(urls),
+            url_fp=np.array([fingerprint(x) for x in urls], dtype=np.uint64),
+            url_status=np.zeros(u, dtype=np.int16),
+            url_rank=np.full(u, -1, dtype=np.int16),
+            url_bytes=np.zeros(u, dtype=np.int64),
+            url_superstep=np.full(u, -1, dtype=np.int32),
+            url_node=np.full(u, -1, dtype=np.int32),
+            link_src=e32, link_dst=e32.copy(), node_url=e32.copy(),
+            edge_src=e32.copy(), edge_dst=e32.copy(),
+        )
+
+    @property
+    def requested(self) -> np.ndarray:
+        """Boolean mask of URLs that were requested in the session."""
+        return self.url_rank >= 0
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.node_url.shape[0])
+
+
+_ARRAY_FIELDS = [f.name for f in fields(SessionGraph) if f.name not in ("ranks", "urls", "extra")]
+
+
+def save_graph(session_dir: str | os.PathLike, g: SessionGraph) -> None:
+    """Write ``graph.npz`` atomically."""
+    import io
+
+    blob, off = pack_strings(g.urls)
+    arrays = {name: getattr(g, name) for name in _ARRAY_FIELDS}
+    buf = io.BytesIO()
+    np.savez_compressed(buf, format=np.int64(FORMAT_VERSION), ranks=np.int64(g.ranks),
+                        url_blob=blob, url_off=off, **arrays)
+    atomic_write_bytes(Path(session_dir) / "graph.npz", buf.getvalue())
+
+
+def load_graph(session_dir: str | os.PathLike) -> SessionGraph:
+    """Read ``graph.npz`` of a session directory (or the file itself)."""
+    p = Path(session_dir)
+    if p.is_dir():
+        p = p / "graph.npz"
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no graph.npz (is this a session directory?)")
+    with np.load(p, allow_pickle=False) as z:
+        version = int(z["format"])
+        if version != FORMAT_VERSION:
+            raise ValueError(f"{p}: graph format {version}, this ABC reads {FORMAT_VERSION}")
+        return SessionGraph(
+            ranks=int(z["ranks"]),
+            urls=unpack_strings(z["url_blob"], z["url_off"]),
+            **{name: z[name] for name in _ARRAY_FIELDS},
+        )
