@@ -1,0 +1,68 @@
+"""Command-line entry points.
+
+``abc-crawl SEEDS [options]`` — run under ``mpiexec -n K``. Every option of
+:data:`abc_crawler.config.SETTINGS` is a flag (``--max-pages``), and a TOML
+file given with ``--config`` may hold the same keys; flags win. Expected
+problems (bad seeds file, bad resolve file, bad setting) print one line on
+stderr and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .config import SETTINGS, CrawlConfig
+from .exceptions import AbcError
+
+__all__ = ["crawl_main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="abc-crawl",
+        description="Crawl from SEEDS on every MPI rank (run under mpiexec -n K) and write a session directory.",
+    )
+    p.add_argument("seeds", nargs="?", help="seeds file: one URL per line; blank lines and # comments are skipped")
+    p.add_argument("--config", metavar="FILE", help="TOML file with any of the settings below (flags win)")
+    for s in SETTINGS:
+        flag = "--" + s.name.replace("_", "-")
+        default = "" if s.default is None else f" (default: {s.default})"
+        if s.type is bool:
+            p.add_argument(flag, dest=s.name, default=None, action=argparse.BooleanOptionalAction,
+                           help=s.help + default)
+        else:
+            p.add_argument(flag, dest=s.name, default=None, metavar=s.name.upper().replace("_", "-"),
+                           help=s.help + default)
+    return p
+
+
+def _is_rank0() -> bool:
+    """True unless an MPI launcher says this process is a rank other than 0."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if var in os.environ:
+            return os.environ[var] == "0"
+    return True
+
+
+def crawl_main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    values = vars(args)
+    toml_path = values.pop("config")
+    try:
+        cfg = CrawlConfig.build(values, toml_path)
+    except AbcError as exc:
+        if _is_rank0():
+            print(f"abc-crawl: {exc}", file=sys.stderr)
+        return 2
+    from .run import run_crawl   # imports MPI: only after the arguments are known to be good
+
+    try:
+        return run_crawl(cfg)
+    except AbcError as exc:
+        print(f"abc-crawl: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(crawl_main())

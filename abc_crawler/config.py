@@ -1,0 +1,161 @@
+"""Crawl settings: every default in one place, one frozen validated object.
+
+Settings come from an optional TOML file (``--config FILE``; keys are the
+long flag names, with ``-`` or ``_``) and from command-line flags, which win.
+An unknown key is an error that names it. Components receive the
+:class:`CrawlConfig` explicitly; nothing reads settings from globals.
+
+Examples
+--------
+>>> cfg = CrawlConfig.build({"seeds": "seeds.txt", "max_pages": 10})
+>>> cfg.max_pages, cfg.superstep_pages
+(10, 256)
+>>> CrawlConfig.build({"seeds": "s", "superstep_pages": 0})
+Traceback (most recent call last):
+...
+abc_crawler.exceptions.ConfigError: superstep-pages: must be >= 1, got 0
+"""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .exceptions import ConfigError
+
+__all__ = ["CrawlConfig", "SETTINGS", "Setting"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    type: type
+    default: Any
+    help: str
+    minimum: float | None = None
+    choices: tuple | None = None
+
+
+# The one table of defaults. Order is the order of the CLI reference.
+SETTINGS: tuple[Setting, ...] = (
+    Setting("session_dir", str, None, "session directory to write (default sessions/<UTC timestamp>)"),
+    Setting("resolve", str, None, "curl-style resolve file, lines HOST:PORT:ADDR; when given, only these hosts are ever contacted"),
+    Setting("max_pages", int, None, "stop once this many URLs have been requested in all (the crawl never exceeds it)", 1),
+    Setting("time_limit", float, None, "stop after this many seconds of crawling", 0.0),
+    Setting("assign", str, "hash", "page-to-rank assignment: hash, site-hash (a part-vector path comes with the repartition issue)"),
+    Setting("assign_buckets", int, 4096, "logical buckets of the two-stage hash mapping (WebGather)", 1),
+    Setting("concurrency", int, 32, "Bucket elements (hosts) fetched at once per rank", 1),
+    Setting("superstep_pages", int, 256, "R: responses a rank processes per superstep before it exchanges", 1),
+    Setting("superstep_seconds", float, 0.5, "longest superstep in seconds before a rank exchanges", 0.01),
+    Setting("batch_urls", int, 16, "L: URLs per Bucket element, fetched over one connection", 1),
+    Setting("bucket_columns", int, 199, "Bucket columns (a prime not equal to the number of phases)", 1),
+    Setting("bucket_rows", int, 8, "Bucket rows (elements per column)", 1),
+    Setting("window", int, 250_000, "URLStates sliding-window size (entries scanned per pass)", 1),
+    Setting("bucket_flush_seconds", float, 0.05, "an element waiting this long is fetched with fewer than L URLs", 0.0),
+    Setting("politeness_delay", float, 0.25, "seconds a host rests (TIMEWAIT) after a batch; robots Crawl-delay raises it", 0.0),
+    Setting("timeout", float, 10.0, "seconds per request (transfer included)", 0.1),
+    Setting("connect_timeout", float, 5.0, "seconds to connect", 0.1),
+    Setting("max_body_bytes", int, 10 * 1024 * 1024, "largest body kept; larger responses are aborted and counted", 1),
+    Setting("user_agent", str, "abc-crawler/0.1", "User-Agent header; robots.txt rules are matched on its product token"),
+    Setting("robots", bool, True, "obey robots.txt (RFC 9309)"),
+    Setting("robots_retry_seconds", float, 5.0, "first back-off after a robots.txt 5xx/timeout (doubles, 3 tries, then the host is given up)", 0.0),
+    Setting("stats", bool, True, "run the live graph-statistics kernels on rank 0"),
+    Setting("stats_max_pages", int, 20_000, "cap of the kernels' graph (APSD/SCC use O(n^2) memory)", 1),
+    Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),
+    Setting("warc", bool, True, "write per-rank WARC files"),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def _coerce(s: Setting, value: Any) -> Any:
+    flag = s.name.replace("_", "-")
+    if value is None:
+        return None
+    try:
+        if s.type is bool:
+            if isinstance(value, str):
+                low = value.lower()
+                if low in ("1", "true", "yes", "on"):
+                    return True
+                if low in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            if not isinstance(value, bool):
+                raise ValueError(value)
+            return value
+        if s.type is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        if s.type in (int, float) and isinstance(value, bool):
+            raise ValueError(value)
+        v = s.type(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{flag}: expected {s.type.__name__}, got {value!r}") from None
+    if s.minimum is not None and v < s.minimum:
+        raise ConfigError(f"{flag}: must be >= {s.minimum:g}, got {v!r}")
+    if s.choices is not None and v not in s.choices:
+        raise ConfigError(f"{flag}: must be one of {', '.join(s.choices)}, got {v!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    """All settings of one crawl; build it with :meth:`build`."""
+
+    seeds: str
+    values: dict = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        values = object.__getattribute__(self, "values")
+        if name in values:
+            return values[name]
+        raise AttributeError(name)
+
+    @classmethod
+    def build(cls, cli: dict[str, Any], toml_path: str | None = None) -> "CrawlConfig":
+        """Merge defaults, the TOML file and CLI values (None = not given); validate."""
+        merged: dict[str, Any] = {s.name: s.default for s in SETTINGS}
+        seeds = cli.get("seeds")
+        if toml_path is not None:
+            try:
+                with open(toml_path, "rb") as fh:
+                    data = tomllib.load(fh)
+            except FileNotFoundError:
+                raise ConfigError(f"{toml_path}: config file not found") from None
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"{toml_path}: {exc}") from None
+            for key, value in data.items():
+                name = key.replace("-", "_")
+                if name == "seeds":
+                    seeds = seeds or value
+                    continue
+                if name not in _BY_NAME:
+                    raise ConfigError(f"{toml_path}: unknown setting {key!r}")
+                merged[name] = _coerce(_BY_NAME[name], value)
+        for key, value in cli.items():
+            if key == "seeds" or value is None:
+                continue
+            if key not in _BY_NAME:
+                raise ConfigError(f"unknown setting {key!r}")
+            merged[key] = _coerce(_BY_NAME[key], value)
+        for s in SETTINGS:
+            merged[s.name] = _coerce(s, merged[s.name])
+        if not seeds:
+            raise ConfigError("no seeds file given (positional SEEDS or 'seeds' in the config file)")
+        assign = merged["assign"]
+        if assign not in ("hash", "site-hash") and not Path(assign).exists():
+            raise ConfigError(f"assign: expected hash, site-hash or an existing part-vector path, got {assign!r}")
+        return cls(seeds=str(seeds), values=merged)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"seeds": self.seeds, **self.values}
+
+    def replace(self, **changes: Any) -> "CrawlConfig":
+        values = dict(self.values)
+        for k, v in changes.items():
+            if k not in _BY_NAME:
+                raise ConfigError(f"unknown setting {k!r}")
+            values[k] = _coerce(_BY_NAME[k], v)
+        return dataclasses.replace(self, values=values)

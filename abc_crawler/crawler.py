@@ -1,0 +1,530 @@
+"""One rank's crawl loop: supersteps of fetch → parse → classify → exchange.
+
+The life of a URL (DESIGN §3):
+
+1. it is found on a page (or is a seed), canonicalized and fingerprinted;
+2. ``owner()`` decides which rank crawls it; out-of-scope and non-http(s)
+   links are counted and dropped here;
+3. the URL-seen set (which also remembers URLs sent to other ranks) lets it
+   through once; a local URL enters URLStates, a remote one ``outbox[owner]``;
+4. at the end of the superstep the outboxes are exchanged (nonblocking
+   all-to-all) and received URLs pass the owner's URL-seen test;
+5. the scheduler scans URLStates into the Bucket; a full or aged element
+   (one host's batch) is fetched over one connection, robots.txt first;
+6. the response is written to the WARC, parsed, its links go to step 1; the
+   page and its links are reported to rank 0, which builds the graph.
+
+The loop keeps fetching while an exchange is in flight; a global reduction in
+the same exchange decides when to stop.
+"""
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import xxhash
+
+from .config import CrawlConfig
+from .coordinator import Coordinator, Report, encode_report
+from .exchange import Communicator
+from .fetcher import Fetcher, Response
+from .frontier import Element, Frontier
+from .ownership import Assignment
+from .parser import extract_links
+from .robots import RobotsCache, robots_url
+from .scope import Scope
+from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
+from .warc import RankWarc
+
+__all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS"]
+
+# The status vector summed over ranks at every exchange.
+STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
+                 "volume", "outbox", "errors")
+_S = {name: i for i, name in enumerate(STATUS_FIELDS)}
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM; checked at superstep boundaries."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handler)
+
+    def _handler(self, signum, frame) -> None:
+        self.signum = signum
+
+    @property
+    def set(self) -> bool:
+        return self.signum is not None
+
+
+@dataclass
+class Batch:
+    """An element being fetched: the URLs left and the pacing within the batch."""
+
+    element: Element
+    host: str
+    todo: list[int]
+    next_at: float = 0.0
+    robots: bool = False          # a robots.txt request is in flight
+    current: int | None = None    # URL index in flight
+
+
+@dataclass
+class RankCounters:
+    requests: int = 0             # page requests issued (robots.txt excluded)
+    responses: int = 0
+    pages_ok: int = 0
+    pages_failed: int = 0
+    pages_redirected: int = 0
+    pages_other: int = 0
+    bytes: int = 0
+    nodes: int = 0
+    duplicates: int = 0
+    volume: int = 0               # Türk MV
+    messages_thesis: int = 0
+    wire_bytes: int = 0
+    wire_urls: int = 0
+    messages_mpi: int = 0
+    robots_fetches: int = 0
+    batches: int = 0
+    errors: Counter = field(default_factory=Counter)
+    links: Counter = field(default_factory=Counter)
+    out_of_scope_hosts: Counter = field(default_factory=Counter)
+
+
+class RankCrawler:
+    """The crawl state and loop of one rank."""
+
+    def __init__(self, cfg: CrawlConfig, comm: Communicator, scope: Scope, assignment: Assignment,
+                 seeds: list[str], session_dir: str, stop: StopFlag, progress=None):
+        self.cfg = cfg
+        self.comm = comm
+        self.rank = comm.rank
+        self.size = comm.size
+        self.scope = scope
+        self.assign = assignment
+        self.seeds = seeds
+        self.stop = stop
+        self.progress = progress
+        self.frontier = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
+                                 window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
+        self.seen: set[int] = set()
+        self.reported: set[int] = set()          # URLs whose text rank 0 already has from us
+        self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
+                               connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
+                               rank=self.rank, max_connections=cfg.concurrency)
+        self.robots = RobotsCache(cfg.user_agent, cfg.robots_retry_seconds, enabled=cfg.robots)
+        self.warc = RankWarc(session_dir, self.rank, enabled=cfg.warc)
+        self.outbox: list[list[str]] = [[] for _ in range(self.size)]
+        self.c = RankCounters()
+        self.batches: dict[str, Batch] = {}
+        self.report = Report(rank=self.rank)
+        self.superstep = 0
+        self.step_responses = 0
+        self.budget: int | None = None
+        if cfg.max_pages is not None:
+            n, k = cfg.max_pages, self.size
+            self.budget = n // k + (1 if self.rank < n % k else 0)
+        self._dirty = True
+        self.t0 = time.monotonic()
+        self.coordinator: Coordinator | None = None
+        self.stopped = "done"
+        self.idle_s = 0.0
+
+    # -- classification ------------------------------------------------------
+    def _links_of(self, page_url: str, base: str | None, hrefs: list[str]) -> list[str]:
+        """Canonical, in-scope http(s) targets of ``hrefs`` (distinct, in page order)."""
+        links = self.c.links
+        try:
+            base_url = canonicalize(base, page_url) if base else page_url
+        except UrlError:
+            base_url = page_url
+        if base_url is None:
+            base_url = page_url
+        out: dict[str, None] = {}
+        for href in hrefs:
+            try:
+                url = canonicalize(href, base_url)
+            except UrlError:
+                links["invalid"] += 1
+                continue
+            if url is None:
+                links["not_http"] += 1
+                continue
+            host = host_of(url)
+            if not self.scope.allows_host(host):
+                links["out_of_scope"] += 1
+                self.c.out_of_scope_hosts[host] += 1
+                continue
+            out[url] = None
+        return list(out)
+
+    def _route(self, src_fp: int | None, urls: list[str]) -> None:
+        """Owner, MV, URL-seen test, frontier or outbox, report to rank 0."""
+        rep = self.report
+        me = self.rank
+        own = self.assign.owner
+        remote: set[int] = set()
+        for url in urls:
+            fp = fingerprint(url)
+            r = own(url, fp)
+            if r != me:
+                self.c.volume += len(url.encode()) + 1
+                rep.volume += len(url.encode()) + 1
+                remote.add(r)
+            if src_fp is not None:
+                rep.link_src.append(src_fp)
+                rep.link_dst.append(fp)
+                if fp not in self.reported:
+                    self.reported.add(fp)
+                    rep.new_fp.append(fp)
+                    rep.new_urls.append(url)
+            if fp in self.seen:
+                continue
+            self.seen.add(fp)
+            if r == me:
+                self.frontier.add(url, host_of(url))
+                self._dirty = True
+            else:
+                self.outbox[r].append(url)
+        self.c.messages_thesis += len(remote)
+        self.c.links["followed"] += len(urls)
+
+    def add_seeds(self) -> None:
+        mine = [u for u in self.seeds if self.assign.owner(u) == self.rank]
+        self._route(None, mine)
+
+    def receive(self, data: bytes) -> None:
+        """URLs another rank found for us."""
+        if not data:
+            return
+        for url in data.decode().split("\n"):
+            if not url:
+                continue
+            fp = fingerprint(url)
+            if fp in self.seen:
+                continue
+            self.seen.add(fp)
+            self.frontier.add(url, host_of(url))
+            self._dirty = True
+
+    # -- fetching ------------------------------------------------------------
+    def _may_request(self) -> bool:
+        return self.budget is None or self.c.requests < self.budget
+
+    def _start_batches(self, now: float) -> None:
+        wake = self.frontier.next_wakeup(now)
+        if self._dirty or (wake is not None and wake <= now):
+            self.frontier.schedule(now)
+            self._dirty = False
+        free = self.cfg.concurrency - len(self.batches)
+        if free <= 0:
+            return
+        for e in self.frontier.ready(now, limit=free):
+            b = Batch(element=e, host=e.host, todo=list(e.urls))
+            self.batches[e.host] = b
+            self.c.batches += 1
+        for b in list(self.batches.values()):
+            if b.current is None and not b.robots and b.next_at <= now:
+                self._advance(b, now)
+
+    def _advance(self, b: Batch, now: float) -> None:
+        """Issue the next request of a batch, or end it."""
+        host = b.host
+        h = self.robots.get(host)
+        if h.state == "dead":
+            for idx in b.todo:
+                self.frontier.complete(idx, stalled=True)
+                self.c.errors["robots_unavailable"] += 1
+            b.todo = []
+        elif self.robots.needs_fetch(host, now):
+            url0 = self.frontier.urls[b.todo[0]] if b.todo else None
+            if url0 is not None:
+                prefix = url0[: url0.index("/", url0.index("://") + 3)]
+                b.robots = True
+                self.c.robots_fetches += 1
+                self.fetcher.submit(("robots", host), robots_url(prefix))
+                return
+        elif h.state != "ready":           # retry pending: give the URLs back, try later
+            for idx in b.todo:
+                self.frontier.release(idx)
+            b.todo = []
+            self.frontier.blocked_until[host] = h.retry_at
+        while b.todo:
+            if not self._may_request():
+                for idx in b.todo:
+                    self.frontier.release(idx)
+                b.todo = []
+                break
+            idx = b.todo.pop(0)
+            url = self.frontier.urls[idx]
+            if not self.robots.allowed(host, url):
+                self.frontier.complete(idx)
+                self.c.links["robots_disallowed"] += 1
+                continue
+            b.current = idx
+            self.c.requests += 1
+            self.fetcher.submit(("page", host), url)
+            return
+        # batch done
+        del self.batches[host]
+        rest = max(self.cfg.politeness_delay, h.crawl_delay)
+        self.frontier.finish(b.element, now, rest)
+        self._dirty = True
+
+    def _on_response(self, r: Response, now: float) -> None:
+        kind, host = r.key
+        b = self.batches[host]
+        if kind == "robots":
+            b.robots = False
+            self.robots.on_response(host, r.status if r.error is None else 0, r.body, now)
+            if r.error is not None:
+                self.c.errors[f"robots_{r.error}"] += 1
+            elif r.status >= 500:
+                self.c.errors["robots_5xx"] += 1
+            b.next_at = now + self.robots.get(host).crawl_delay
+            if b.next_at <= now:
+                self._advance(b, now)
+            return
+        idx = b.current
+        b.current = None
+        self.frontier.complete(idx)
+        self._process_page(r)
+        delay = self.robots.get(host).crawl_delay
+        b.next_at = now + delay
+        if delay <= 0:
+            self._advance(b, now)
+
+    def _process_page(self, r: Response) -> None:
+        c = self.c
+        c.responses += 1
+        self.step_responses += 1
+        fp = fingerprint(r.url)
+        rep = self.report
+        rep.page_fp.append(fp)
+        if fp not in self.reported:
+            self.reported.add(fp)
+            rep.new_fp.append(fp)
+            rep.new_urls.append(r.url)
+        if r.error is not None:
+            c.pages_failed += 1
+            c.errors[r.error] += 1
+            rep.page_status.append(-1)
+            rep.page_bytes.append(0)
+            rep.page_node.append(False)
+            return
+        nbytes = len(r.body)
+        c.bytes += nbytes
+        if self.warc.write(r):
+            c.duplicates += 1
+        rep.page_status.append(r.status)
+        rep.page_bytes.append(nbytes)
+        is_node = False
+        links: list[str] = []
+        if 300 <= r.status < 400:
+            c.pages_redirected += 1
+            loc = r.header("location")
+            if loc:
+                if scheme_of(loc) not in ("", "http", "https"):
+                    c.links["redirect_bad_scheme"] += 1
+                    c.errors["redirect_unsupported_scheme"] += 1
+                links = self._links_of(r.url, None, [loc]) if loc else []
+        elif r.status == 200:
+            c.pages_ok += 1
+            if r.content_type == "text/html":
+                parsed = extract_links(r.body)
+                if parsed.ok:
+                    is_node = True
+                    c.nodes += 1
+                    c.links["nofollow"] += len(parsed.nofollow)
+                    links = self._links_of(r.url, parsed.base, parsed.links)
+                else:
+                    c.errors["unparsable_html"] += 1
+            else:
+                c.links["not_html_pages"] += 1
+        elif r.status >= 400:
+            c.pages_failed += 1
+            c.errors[f"http_{r.status // 100}xx"] += 1
+        else:
+            c.pages_other += 1
+        rep.page_node.append(is_node)
+        self._route(fp, links)
+
+    def drive(self, wait: float) -> None:
+        """One turn of the fetch loop; sleeps at most ``wait`` seconds when there is nothing to do."""
+        now = time.monotonic()
+        self._start_batches(now)
+        if self.fetcher.in_flight:
+            timeout = wait
+        else:
+            nxt = self.frontier.next_wakeup(now)
+            pending_pace = [b.next_at for b in self.batches.values() if b.current is None and not b.robots]
+            if pending_pace:
+                nxt = min([nxt] + pending_pace) if nxt is not None else min(pending_pace)
+            timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
+        t = time.monotonic()
+        done = self.fetcher.poll(timeout)
+        if not done and not self.fetcher.in_flight:
+            self.idle_s += time.monotonic() - t
+        now = time.monotonic()
+        for r in done:
+            self._on_response(r, now)
+
+    def has_local_work(self) -> bool:
+        return self.frontier.pending > 0 or self.fetcher.in_flight > 0 or bool(self.batches)
+
+    def can_progress(self) -> bool:
+        """Work that this rank can do now (not only waiting for pacing)."""
+        return self.fetcher.in_flight > 0 or (self.frontier.pending > 0 and self._may_request())
+
+    # -- supersteps ----------------------------------------------------------
+    def _status(self) -> np.ndarray:
+        c = self.c
+        st = np.zeros(len(STATUS_FIELDS), dtype=np.int64)
+        outbox = sum(len(o) for o in self.outbox)
+        st[_S["work"]] = self.frontier.pending + self.fetcher.in_flight + outbox
+        st[_S["requests"]] = c.requests
+        st[_S["pages_ok"]] = c.pages_ok
+        st[_S["bytes"]] = c.bytes
+        st[_S["failed"]] = c.pages_failed
+        st[_S["frontier"]] = self.frontier.pending
+        st[_S["signal"]] = 1 if self.stop.set else 0
+        tl = self.cfg.time_limit
+        st[_S["time_up"]] = 1 if (tl is not None and time.monotonic() - self.t0 >= tl) else 0
+        st[_S["volume"]] = c.volume
+        st[_S["outbox"]] = outbox
+        st[_S["errors"]] = sum(c.errors.values())
+        return st
+
+    def _payloads(self) -> list[bytes]:
+        payloads = []
+        rep = self.report
+        rep.send_bytes = [0] * self.size
+        rep.send_urls = [0] * self.size
+        for dst, urls in enumerate(self.outbox):
+            if dst == self.rank or not urls:
+                payloads.append(b"")
+                continue
+            data = ("\n".join(urls) + "\n").encode()
+            payloads.append(data)
+            rep.send_bytes[dst] = len(data)
+            rep.send_urls[dst] = len(urls)
+            self.c.wire_bytes += len(data)
+            self.c.wire_urls += len(urls)
+            self.c.messages_mpi += 1
+        self.outbox = [[] for _ in range(self.size)]
+        return payloads
+
+    def _take_report(self) -> bytes:
+        rep = self.report
+        rep.superstep = self.superstep
+        data = encode_report(rep)
+        self.report = Report(rank=self.rank)
+        return data
+
+    def _set_budget(self, status: np.ndarray, my_requests_at_capture: int) -> None:
+        if self.cfg.max_pages is None:
+            return
+        remaining = max(0, self.cfg.max_pages - int(status[_S["requests"]]))
+        k = self.size
+        share = remaining // k + (1 if self.rank < remaining % k else 0)
+        self.budget = my_requests_at_capture + share
+
+    def run(self) -> str:
+        """Crawl until the global stop; returns why it stopped."""
+        cfg = self.cfg
+        self.add_seeds()
+        while True:
+            t_step = time.monotonic()
+            self.step_responses = 0
+            # work phase: up to R responses or the superstep's time, or until nothing can progress
+            while (self.step_responses < cfg.superstep_pages and time.monotonic() - t_step < cfg.superstep_seconds
+                   and self.can_progress() and not self.stop.set):
+                self.drive(0.005)
+            status = self._status()
+            my_requests = self.c.requests
+            payloads = self._payloads()
+            ex = self.comm.start_superstep(payloads, status, self._take_report())
+            # keep fetching while slower ranks finish their superstep
+            self.comm.wait(ex, idle=lambda: self.drive(0.002) if self.can_progress() else time.sleep(0.001))
+            g = ex.status
+            for src, data in enumerate(ex.received):
+                if src != self.rank:
+                    self.receive(data)
+            if self.coordinator is not None:
+                for data in ex.reports:
+                    self.coordinator.consume(data)
+                self.coordinator.end_superstep(self.superstep, time.monotonic() - self.t0)
+            if self.progress is not None:
+                self.progress.update(self.superstep, g, self.coordinator)
+            self.superstep += 1
+            self._set_budget(g, my_requests)
+            if g[_S["signal"]] > 0:
+                self.stopped = "signal"
+                break
+            if g[_S["time_up"]] > 0:
+                self.stopped = "time-limit"
+                break
+            if g[_S["work"]] == 0:
+                self.stopped = "done"
+                break
+            if cfg.max_pages is not None and g[_S["requests"]] >= cfg.max_pages:
+                self.stopped = "max-pages"
+                break
+        self._finish()
+        return self.stopped
+
+    def _finish(self) -> None:
+        """Complete or abandon what is in flight, then a last report to rank 0."""
+        deadline = time.monotonic() + (0.0 if self.stopped == "signal" else self.cfg.timeout + 1)
+        self.budget = self.c.requests        # no new requests
+        while self.fetcher.in_flight and time.monotonic() < deadline:
+            done = self.fetcher.poll(0.01)
+            now = time.monotonic()
+            for r in done:
+                kind, host = r.key
+                if kind == "page":
+                    b = self.batches.get(host)
+                    if b is not None and b.current is not None:
+                        self.frontier.complete(b.current)
+                        b.current = None
+                    self._process_page(r)
+        abandoned = self.fetcher.in_flight
+        if abandoned:
+            self.c.requests -= sum(1 for b in self.batches.values() if b.current is not None)
+        self.fetcher.close()
+        self.outbox = [[] for _ in range(self.size)]   # nobody will crawl these now
+        ex = self.comm.start_superstep([b""] * self.size, self._status(), self._take_report())
+        self.comm.wait(ex)
+        if self.coordinator is not None:
+            for data in ex.reports:
+                self.coordinator.consume(data)
+            self.coordinator.end_superstep(self.superstep, time.monotonic() - self.t0)
+        self.warc.close()
+
+    def summary(self) -> dict:
+        c = self.c
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return {
+            "rank": self.rank, "pages": c.pages_ok, "bytes": c.bytes, "requests": c.requests,
+            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3), "responses": c.responses,
+            "pages_failed": c.pages_failed, "pages_redirected": c.pages_redirected, "nodes": c.nodes,
+            "duplicates": c.duplicates, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
+            "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
+            "robots_fetches": self.robots.fetches, "batches": c.batches,
+            "connections": self.fetcher.connections, "idle_s": round(self.idle_s, 3),
+            "max_rss_kb": ru.ru_maxrss, "errors": dict(c.errors), "links": dict(c.links),
+            "out_of_scope_hosts": dict(c.out_of_scope_hosts.most_common(50)),
+            "frontier": self.frontier.counts(), "warc_records": self.warc.records,
+            "warc_revisits": self.warc.revisits,
+        }

@@ -1,0 +1,137 @@
+"""Every MPI collective of the crawler, in one place.
+
+One superstep exchange (:class:`SuperstepExchange`) is two rounds of
+nonblocking collectives, so a rank keeps fetching while it waits for slower
+ranks (a rank waiting in a blocking MPICH collective spins at 100 % CPU and
+starves the others when ranks outnumber cores):
+
+1. ``Ialltoall`` of the per-destination byte counts, ``Iallreduce`` of the
+   status vector (work left, pages, stop flags, …) and ``Igather`` of the
+   report sizes to rank 0;
+2. ``Ialltoallv`` of the URL bytes and ``Igatherv`` of the reports (pages and
+   links this rank processed) to rank 0.
+
+URLs travel as one UTF-8 buffer per destination (``\\n``-terminated lines) in
+NumPy arrays, never as pickled lists. Control messages (settings, the final
+per-rank summary) use the lowercase pickling calls.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+__all__ = ["Communicator", "SuperstepExchange"]
+
+
+class SuperstepExchange:
+    """One in-flight superstep exchange; drive it with :meth:`test`."""
+
+    def __init__(self, comm: MPI.Comm, payloads: list[bytes], status: np.ndarray, report: bytes):
+        self.comm = comm
+        k = comm.Get_size()
+        if len(payloads) != k:
+            raise ValueError(f"need one payload per rank ({k}), got {len(payloads)}")
+        self.payloads = payloads
+        self.report = np.frombuffer(report, dtype=np.uint8) if report else np.zeros(0, np.uint8)
+        self.send_counts = np.array([len(p) for p in payloads], dtype=np.int64)
+        self.recv_counts = np.zeros(k, dtype=np.int64)
+        self.status_in = np.ascontiguousarray(status, dtype=np.int64)
+        self.status_out = np.zeros_like(self.status_in)
+        self.report_len = np.array([self.report.size], dtype=np.int64)
+        self.report_lens = np.zeros(k, dtype=np.int64) if comm.Get_rank() == 0 else None
+        self._reqs = [
+            comm.Ialltoall([self.send_counts, MPI.INT64_T], [self.recv_counts, MPI.INT64_T]),
+            comm.Iallreduce([self.status_in, MPI.INT64_T], [self.status_out, MPI.INT64_T], op=MPI.SUM),
+            comm.Igather([self.report_len, MPI.INT64_T],
+                         [self.report_lens, MPI.INT64_T] if self.report_lens is not None else None, root=0),
+        ]
+        self._round = 1
+        self.received: list[bytes] | None = None
+        self.reports: list[bytes] | None = None
+        self.t_start = time.monotonic()
+        self.t_done = 0.0
+
+    def _start_round2(self) -> None:
+        comm = self.comm
+        k = comm.Get_size()
+        sdispl = np.zeros(k, dtype=np.int64)
+        np.cumsum(self.send_counts[:-1], out=sdispl[1:])
+        rdispl = np.zeros(k, dtype=np.int64)
+        np.cumsum(self.recv_counts[:-1], out=rdispl[1:])
+        self._sendbuf = np.frombuffer(b"".join(self.payloads), dtype=np.uint8) if self.send_counts.sum() else np.zeros(1, np.uint8)
+        self._recvbuf = np.empty(max(1, int(self.recv_counts.sum())), dtype=np.uint8)
+        self._rdispl = rdispl
+        self._reqs = [comm.Ialltoallv([self._sendbuf, (self.send_counts, sdispl), MPI.BYTE],
+                                      [self._recvbuf, (self.recv_counts, rdispl), MPI.BYTE])]
+        if comm.Get_rank() == 0:
+            gdispl = np.zeros(k, dtype=np.int64)
+            np.cumsum(self.report_lens[:-1], out=gdispl[1:])
+            self._gdispl = gdispl
+            self._gatherbuf = np.empty(max(1, int(self.report_lens.sum())), dtype=np.uint8)
+            recv = [self._gatherbuf, (self.report_lens, gdispl), MPI.BYTE]
+        else:
+            recv = None
+        send = self.report if self.report.size else np.zeros(0, np.uint8)
+        self._reqs.append(comm.Igatherv([send, MPI.BYTE], recv, root=0))
+        self._round = 2
+
+    def test(self) -> bool:
+        """Progress the exchange; True once all of it has completed."""
+        if self._round == 3:
+            return True
+        if not MPI.Request.Testall(self._reqs):
+            return False
+        if self._round == 1:
+            self._start_round2()
+            if not MPI.Request.Testall(self._reqs):
+                return False
+        raw = self._recvbuf.tobytes()
+        offs = self._rdispl.tolist()
+        cnts = self.recv_counts.tolist()
+        self.received = [raw[o:o + c] for o, c in zip(offs, cnts)]
+        if self.comm.Get_rank() == 0:
+            g = self._gatherbuf.tobytes()
+            self.reports = [g[o:o + c] for o, c in zip(self._gdispl.tolist(), self.report_lens.tolist())]
+        self._round = 3
+        self.t_done = time.monotonic()
+        return True
+
+    @property
+    def status(self) -> np.ndarray:
+        return self.status_out
+
+
+class Communicator:
+    """The crawler's view of MPI: rank, size and the few collectives it uses."""
+
+    def __init__(self, comm: MPI.Comm | None = None):
+        self.comm = comm if comm is not None else MPI.COMM_WORLD
+        self.rank = self.comm.Get_rank()
+        self.size = self.comm.Get_size()
+
+    def bcast(self, obj, root: int = 0):
+        """Small control objects (settings, seeds) from rank 0 to all."""
+        return self.comm.bcast(obj, root=root)
+
+    def gather(self, obj, root: int = 0):
+        """Small control objects (per-rank summaries) to rank 0."""
+        return self.comm.gather(obj, root=root)
+
+    def barrier(self) -> None:
+        """A barrier that does not spin: Ibarrier polled with short sleeps."""
+        req = self.comm.Ibarrier()
+        while not req.Test():
+            time.sleep(0.001)
+
+    def start_superstep(self, payloads: list[bytes], status: np.ndarray, report: bytes) -> SuperstepExchange:
+        return SuperstepExchange(self.comm, payloads, status, report)
+
+    def wait(self, ex: SuperstepExchange, idle=None) -> None:
+        """Complete ``ex``, calling ``idle()`` (which should do useful work or sleep) meanwhile."""
+        while not ex.test():
+            if idle is not None:
+                idle()
+            else:
+                time.sleep(0.001)

@@ -1,0 +1,235 @@
+"""Fetching with pycurl's ``CurlMulti``: many hosts in flight, one connection each.
+
+The fetcher does not follow redirects: a 3xx response is a fetched URL whose
+``Location`` becomes a link, which goes through canonicalization, scope and
+ownership like any other link. Only ``http``/``https`` are enabled (curl
+``PROTOCOLS`` and ``REDIR_PROTOCOLS``). With a resolve list, a URL whose host
+is not in it is refused here too, as a second line of defence: such a name is
+never resolved and never connected to.
+
+Bodies larger than ``max_body_bytes`` are aborted (both by the declared
+Content-Length and while streaming) and reported as ``body_too_large``.
+"""
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pycurl
+
+from .scope import Scope
+from .urls import host_of
+
+__all__ = ["Fetcher", "Response", "ScopeViolation"]
+
+
+class ScopeViolation(RuntimeError):
+    """A URL outside the resolve list reached the fetcher (a bug upstream)."""
+
+
+_CURL_ERRORS = {
+    pycurl.E_OPERATION_TIMEDOUT: "timeout",
+    pycurl.E_COULDNT_CONNECT: "connect_failed",
+    pycurl.E_COULDNT_RESOLVE_HOST: "dns_failed",
+    pycurl.E_RECV_ERROR: "recv_error",
+    pycurl.E_SEND_ERROR: "send_error",
+    pycurl.E_GOT_NOTHING: "empty_reply",
+    pycurl.E_PARTIAL_FILE: "partial_body",
+    pycurl.E_WRITE_ERROR: "body_too_large",
+    pycurl.E_FILESIZE_EXCEEDED: "body_too_large",
+    pycurl.E_UNSUPPORTED_PROTOCOL: "unsupported_protocol",
+    pycurl.E_BAD_CONTENT_ENCODING: "bad_content_encoding",
+    pycurl.E_TOO_MANY_REDIRECTS: "too_many_redirects",
+}
+
+
+@dataclass
+class Response:
+    """The outcome of one request: an HTTP response or a transport error."""
+
+    key: Any
+    url: str
+    status: int = 0                 # 0 when no HTTP response was received
+    status_line: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    error: str | None = None        # error kind, e.g. "timeout"; None on a response
+    error_detail: str = ""
+    t_start: float = 0.0
+    t_end: float = 0.0
+    new_connections: int = 0
+    request_headers: list[tuple[str, str]] = field(default_factory=list)
+
+    def header(self, name: str) -> str | None:
+        low = name.lower()
+        for k, v in self.headers:
+            if k.lower() == low:
+                return v
+        return None
+
+    @property
+    def content_type(self) -> str:
+        ct = self.header("content-type") or ""
+        return ct.split(";", 1)[0].strip().lower()
+
+
+class _Transfer:
+    __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over")
+
+    def __init__(self, curl: pycurl.Curl):
+        self.curl = curl
+        self.response: Response | None = None
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.cap = 0
+        self.header_lines: list[bytes] = []
+        self.over = False
+
+    def write(self, data: bytes):
+        self.size += len(data)
+        if self.size > self.cap:
+            self.over = True
+            return 0                      # abort: CURLE_WRITE_ERROR
+        self.chunks.append(data)
+        return None
+
+    def header(self, line: bytes):
+        if line.startswith(b"HTTP/"):
+            self.header_lines = []        # a new response (after 1xx)
+        self.header_lines.append(line)
+
+
+class Fetcher:
+    """A ``CurlMulti`` with a pool of reusable easy handles."""
+
+    def __init__(self, *, scope: Scope, user_agent: str, timeout: float, connect_timeout: float,
+                 max_body_bytes: int, rank: int = 0, max_connections: int = 64):
+        self.scope = scope
+        self.user_agent = user_agent
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.max_body_bytes = max_body_bytes
+        self.rank = rank
+        self.multi = pycurl.CurlMulti()
+        self.multi.setopt(pycurl.M_MAX_HOST_CONNECTIONS, 1)
+        self.multi.setopt(pycurl.M_MAXCONNECTS, max(16, 2 * max_connections))
+        self._pool: list[_Transfer] = []
+        self._active: dict[pycurl.Curl, _Transfer] = {}
+        self.requests = 0
+        self.connections = 0
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._active)
+
+    def _handle(self) -> _Transfer:
+        if self._pool:
+            return self._pool.pop()
+        c = pycurl.Curl()
+        t = _Transfer(c)
+        c.setopt(pycurl.NOSIGNAL, 1)
+        c.setopt(pycurl.FOLLOWLOCATION, 0)
+        c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+        c.setopt(pycurl.REDIR_PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+        c.setopt(pycurl.PROXY, "")
+        c.setopt(pycurl.NOPROXY, "*")
+        c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        c.setopt(pycurl.USERAGENT, self.user_agent)
+        c.setopt(pycurl.TIMEOUT_MS, int(self.timeout * 1000))
+        c.setopt(pycurl.CONNECTTIMEOUT_MS, int(self.connect_timeout * 1000))
+        c.setopt(pycurl.MAXFILESIZE_LARGE, self.max_body_bytes)
+        c.setopt(pycurl.HTTPHEADER, ["Accept: text/html,*/*;q=0.5", "Accept-Encoding: identity",
+                                     f"X-ABC-Rank: {self.rank}"])
+        if self.scope.curl_resolve:
+            c.setopt(pycurl.RESOLVE, self.scope.curl_resolve)
+        c.setopt(pycurl.WRITEFUNCTION, t.write)
+        c.setopt(pycurl.HEADERFUNCTION, t.header)
+        return t
+
+    def submit(self, key: Any, url: str) -> None:
+        """Start fetching ``url``; its :class:`Response` comes back from :meth:`poll`."""
+        if not (url.startswith("http://") or url.startswith("https://")):
+            raise ScopeViolation(f"refusing non-http(s) URL {url!r}")
+        host = host_of(url)
+        if not self.scope.allows_host(host):
+            raise ScopeViolation(f"refusing {url!r}: host {host} is not in the resolve list")
+        t = self._handle()
+        t.chunks = []
+        t.size = 0
+        t.cap = self.max_body_bytes
+        t.over = False
+        t.header_lines = []
+        t.response = Response(key=key, url=url, t_start=time.time(), request_headers=[
+            ("Host", host), ("User-Agent", self.user_agent), ("Accept", "text/html,*/*;q=0.5"),
+            ("Accept-Encoding", "identity"), ("X-ABC-Rank", str(self.rank))])
+        t.curl.setopt(pycurl.URL, url)
+        self._active[t.curl] = t
+        self.multi.add_handle(t.curl)
+        self.requests += 1
+
+    def poll(self, timeout: float = 0.0) -> list[Response]:
+        """Drive transfers; wait up to ``timeout`` seconds for activity; return finished ones."""
+        if not self._active:
+            if timeout > 0:
+                time.sleep(timeout)
+            return []
+        if timeout > 0:
+            self.multi.select(timeout)
+        while True:
+            ret, _ = self.multi.perform()
+            if ret != pycurl.E_CALL_MULTI_PERFORM:
+                break
+        done: list[Response] = []
+        while True:
+            queued, ok, failed = self.multi.info_read()
+            for c in ok:
+                done.append(self._finish(c, None, ""))
+            for c, errno, errmsg in failed:
+                done.append(self._finish(c, errno, errmsg))
+            if queued == 0:
+                break
+        return done
+
+    def _finish(self, c: pycurl.Curl, errno: int | None, errmsg: str) -> Response:
+        t = self._active.pop(c)
+        self.multi.remove_handle(c)
+        r = t.response
+        r.t_end = time.time()
+        r.new_connections = c.getinfo(pycurl.NUM_CONNECTS)
+        self.connections += r.new_connections
+        if errno is None:
+            r.status = c.getinfo(pycurl.RESPONSE_CODE)
+            r.body = b"".join(t.chunks)
+            self._parse_headers(r, t.header_lines)
+        else:
+            r.error = "body_too_large" if t.over else _CURL_ERRORS.get(errno, f"curl_{errno}")
+            r.error_detail = errmsg
+        t.chunks = []
+        t.header_lines = []
+        t.response = None
+        self._pool.append(t)
+        return r
+
+    @staticmethod
+    def _parse_headers(r: Response, lines: list[bytes]) -> None:
+        if not lines:
+            return
+        r.status_line = lines[0].decode("latin-1").strip()
+        for raw in lines[1:]:
+            line = raw.decode("latin-1").rstrip("\r\n")
+            if not line or ":" not in line:
+                continue
+            k, v = line.split(":", 1)
+            r.headers.append((k.strip(), v.strip()))
+
+    def close(self) -> None:
+        for c in list(self._active):
+            self.multi.remove_handle(c)
+            c.close()
+        self._active.clear()
+        for t in self._pool:
+            t.curl.close()
+        self._pool.clear()
+        self.multi.close()

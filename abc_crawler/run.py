@@ -1,0 +1,211 @@
+"""Run one crawl session on all ranks and write the session directory.
+
+Rank 0 reads the inputs (settings, seeds, resolve list) and broadcasts them,
+so the ranks need not share a file system; every rank writes its own WARC
+file; rank 0 writes the graph, the exchange counters, ``stats.json`` and
+``manifest.json`` (each atomically).
+"""
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import __version__
+from .config import CrawlConfig
+from .coordinator import Coordinator, KernelWorker
+from .crawler import STATUS_FIELDS, RankCrawler, StopFlag
+from .exceptions import AbcError
+from .exchange import Communicator
+from .metrics import imbalance_pct
+from .ownership import make_assignment
+from .progress import Progress, format_bytes
+from .scope import Scope, read_seeds
+from .session import atomic_write_bytes, atomic_write_json, save_graph
+
+__all__ = ["run_crawl"]
+
+
+def _utc() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _prepare(cfg: CrawlConfig, ranks: int) -> dict:
+    """Rank 0: read and validate every input; returns what all ranks need."""
+    scope = Scope.from_file(cfg.resolve) if cfg.resolve else Scope()
+    seeds, problems = read_seeds(cfg.seeds, scope)
+    for p in problems:
+        print(str(p), file=sys.stderr)
+    make_assignment(cfg.assign, ranks, cfg.assign_buckets)   # validate early
+    session_dir = cfg.session_dir or str(Path("sessions") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
+    sd = Path(session_dir)
+    if (sd / "manifest.json").exists() or (sd / "warc").exists():
+        raise AbcError(f"{sd}: session directory already holds a session (choose another --session-dir)")
+    sd.mkdir(parents=True, exist_ok=True)
+    return {"scope": scope, "seeds": seeds, "seed_problems": len(problems), "session_dir": str(sd)}
+
+
+def run_crawl(cfg: CrawlConfig, comm: Communicator | None = None, out=None) -> int:
+    """Crawl on every rank of ``comm``; returns the process exit status."""
+    comm = comm or Communicator()
+    out = out if out is not None else sys.stderr
+    stop = StopFlag()
+    stop.install()
+    prep: dict | str
+    if comm.rank == 0:
+        try:
+            prep = _prepare(cfg, comm.size)
+        except AbcError as exc:
+            prep = str(exc)
+    else:
+        prep = None
+    prep = comm.bcast(prep)
+    if isinstance(prep, str):
+        if comm.rank == 0:
+            print(f"abc-crawl: {prep}", file=sys.stderr)
+        return 2
+    session_dir = prep["session_dir"]
+    assignment = make_assignment(cfg.assign, comm.size, cfg.assign_buckets)
+    progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out) if comm.rank == 0 else None
+    crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress)
+    hostnames = comm.gather(platform.node())
+    started = _utc()
+    if comm.rank == 0:
+        kernels = KernelWorker(cfg.stats_max_pages) if cfg.stats else None
+        crawler.coordinator = Coordinator(comm.size, kernels)
+        manifest = _manifest(cfg, comm.size, hostnames, assignment, started, None, "running", session_dir)
+        atomic_write_json(Path(session_dir) / "manifest.json", manifest)
+        print(f"abc-crawl: {comm.size} rank(s), {len(prep['seeds'])} seed(s), assignment {assignment.describe()}, "
+              f"session {session_dir}", file=out)
+    comm.barrier()
+    crawler.t0 = time.monotonic()
+    t_wall = time.time()
+    stopped = crawler.run()
+    wall = time.time() - t_wall
+    summaries = comm.gather(crawler.summary())
+    if comm.rank == 0:
+        if progress is not None:
+            progress.close()
+        _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped, hostnames, started, out)
+    comm.barrier()
+    return 0
+
+
+def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, session_dir) -> dict:
+    import lxml.etree
+    import mpi4py
+    import numpy
+    import pycurl
+
+    return {
+        "format": 1,
+        "software": {"abc-crawler": __version__, "python": platform.python_version(),
+                     "mpi4py": mpi4py.__version__, "numpy": numpy.__version__,
+                     "pycurl": pycurl.version, "lxml": ".".join(map(str, lxml.etree.LXML_VERSION))},
+        "config": cfg.as_dict(),
+        "ranks": ranks,
+        "hosts": hostnames,
+        "assignment": assignment.describe(),
+        "session_dir": session_dir,
+        "started": started,
+        "ended": ended,
+        "stopped": stopped,
+    }
+
+
+def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float, session_dir: str,
+                   assignment, stopped: str, hostnames, started: str, out) -> None:
+    import io
+
+    import numpy as np
+
+    co = crawler.coordinator
+    sd = Path(session_dir)
+    save_graph(sd, co.graph())
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **co.exchange_arrays())
+    atomic_write_bytes(sd / "exchange.npz", buf.getvalue())
+    graph_stats = {"nodes": co.n_nodes, "edges": len(co.edge_src)}
+    if co.kernels is not None:
+        ks = co.kernels.close()
+        graph_stats.update({k: ks[k] for k in ("scc_count", "dangling", "diameter", "avg_distance") if k in ks})
+        graph_stats["stats_nodes"] = ks.get("stats_nodes", co.n_nodes)
+        graph_stats["capped"] = bool(ks.get("capped", False))
+        graph_stats["in_degree_hist"] = ks.get("in_degree_hist")
+        graph_stats["out_degree_hist"] = ks.get("out_degree_hist")
+    per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
+        k: s[k] for k in ("responses", "nodes", "idle_s", "batches", "connections", "robots_fetches",
+                          "duplicates", "max_rss_kb")} for s in summaries]
+    errors: dict[str, int] = {}
+    links: dict[str, int] = {}
+    oos: dict[str, int] = {}
+    for s in summaries:
+        for k, v in s["errors"].items():
+            errors[k] = errors.get(k, 0) + v
+        for k, v in s["links"].items():
+            links[k] = links.get(k, 0) + v
+        for k, v in s["out_of_scope_hosts"].items():
+            oos[k] = oos.get(k, 0) + v
+    total = lambda key: sum(s[key] for s in summaries)  # noqa: E731
+    pages = total("pages")
+    stats = {
+        "ranks": len(summaries),
+        "pages_crawled": pages,
+        "pages_failed": total("pages_failed"),
+        "pages_redirected": total("pages_redirected"),
+        "requests": total("requests"),
+        "bytes_stored": total("bytes"),
+        "wall_s": round(wall, 3),
+        "pages_per_s": round(total("requests") / wall, 2) if wall > 0 else 0.0,
+        "cpu_s": round(total("cpu_s"), 3),
+        "assignment": assignment.describe(),
+        "stopped": stopped,
+        "per_rank": per_rank,
+        "exchange": {
+            "supersteps": crawler.superstep,
+            "volume_bytes": total("volume_bytes"),
+            "wire_bytes": total("wire_bytes"),
+            "wire_urls": total("wire_urls"),
+            "messages_thesis": total("messages_thesis"),
+            "messages_mpi": total("messages_mpi"),
+        },
+        "imbalance": {
+            "storage_pct": round(imbalance_pct([s["bytes"] for s in summaries]), 4),
+            "request_pct": round(imbalance_pct([s["requests"] for s in summaries]), 4),
+        },
+        "overlap_pages": co.overlap_pages,
+        "duplicates": total("duplicates"),
+        "robots_fetches": total("robots_fetches"),
+        "errors": dict(sorted(errors.items())),
+        "links": dict(sorted(links.items())),
+        "out_of_scope_hosts": dict(sorted(oos.items(), key=lambda kv: -kv[1])[:50]),
+        "graph": graph_stats,
+    }
+    atomic_write_json(sd / "stats.json", stats)
+    manifest = _manifest(cfg, len(summaries), hostnames, assignment, started, _utc(), stopped, session_dir)
+    atomic_write_json(sd / "manifest.json", manifest)
+    _print_summary(stats, session_dir, out)
+
+
+def _print_summary(stats: dict, session_dir: str, out) -> None:
+    ex, im, g = stats["exchange"], stats["imbalance"], stats["graph"]
+    rows = [
+        ("stopped", stats["stopped"]),
+        ("requests", f"{stats['requests']} in {stats['wall_s']:.1f} s ({stats['pages_per_s']:.0f}/s)"),
+        ("pages ok / failed / redirected", f"{stats['pages_crawled']} / {stats['pages_failed']} / {stats['pages_redirected']}"),
+        ("bytes stored", format_bytes(stats["bytes_stored"])),
+        ("exchange MV / wire", f"{format_bytes(ex['volume_bytes'])} / {format_bytes(ex['wire_bytes'])}"),
+        ("messages thesis / MPI", f"{ex['messages_thesis']} / {ex['messages_mpi']} in {ex['supersteps']} supersteps"),
+        ("imbalance storage / requests", f"{im['storage_pct']:.1f} % / {im['request_pct']:.1f} %"),
+        ("overlap pages", str(stats["overlap_pages"])),
+        ("graph", f"{g.get('nodes')} nodes, {g.get('edges')} edges, {g.get('scc_count', '-')} SCC, "
+                  f"{g.get('dangling', '-')} dangling, diameter {g.get('diameter', '-')}, "
+                  f"avg distance {g.get('avg_distance', '-')}"),
+        ("errors", ", ".join(f"{k} {v}" for k, v in stats["errors"].items()) or "none"),
+        ("session", session_dir),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"  {k:<{width}}  {v}", file=out)

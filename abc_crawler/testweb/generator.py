@@ -1,0 +1,977 @@
+"""Synthetic web generator: a deterministic web of virtual hosts on loopback.
+
+:func:`generate_web` writes a complete, self-describing web into ``out_dir``::
+
+    out_dir/
+      sites/<hostname>/...   static files (pages, robots.txt, non-HTML files)
+      routes.json            routing metadata the server obeys (see below)
+      manifest.json          what the web is and what a correct crawl finds
+      seeds.txt              seed URLs, one per line
+      resolve.txt            ``HOST:PORT:ADDR`` per served host (curl --resolve)
+
+It is a pure function of its arguments: the same seed, sizes, address, port
+and knobs give byte-identical files.  Absolute links embed the port, so a web
+is generated for one port (``abc-testweb generate --port 0`` picks a free one).
+
+The web
+-------
+Hosts ``h000.test``, ``h001.test``, ... with Zipf-distributed sizes (every host
+has at least its root page ``/``), mostly intra-host links (``intra_frac``),
+preferential link targets (Pareto popularity, so in-degrees follow a power
+law), lognormal page sizes (padding text).  Links come in many forms that all
+resolve to the same canonical URLs: relative (``p3.html``, ``../d2/p7.html``,
+``./``), root-relative (``/d1/p3.html``), protocol-relative
+(``//h003.test:PORT/p.html``), absolute with a mixed-case host
+(``http://H003.TeSt:PORT/p.html``), ``HTTP://`` scheme, the explicit default
+port (``http://h1.test:80/p.html``, only when the web is on port 80),
+fragments (``p.html#sec2``, ``#top``), surrounding blanks, ``&amp;`` in
+queries, upper-case tags, ``<area href>`` in image maps, and pages with
+``<base href>`` (absolute, possibly on another host, or root-relative).
+
+Traps and errors: ``rel="nofollow"`` links (also inside ``rel="noopener
+nofollow"``; ``rel="noopener"`` alone is followable), pages with ``<meta
+name="robots" content="nofollow">``, pages reachable *only* through nofollow
+links ("hidden" pages), ``javascript:``/``mailto:`` links, ``<link
+rel=stylesheet>`` (not a link to follow), links to out-of-scope hosts
+(``*.example``; not served, not in resolve.txt), robots.txt on most hosts with
+``Disallow`` rules that real pages fall under (groups for ``*`` and for
+``abc-crawler``, a group for ``abc-crawler`` that overrides ``*``, ``$`` and
+``*`` patterns, ``Allow``), ``Crawl-delay`` on a few small hosts, hosts
+without robots.txt (404: allow all), links to missing pages (404), pages that
+answer 500, redirects (301/302/307/308: same host, other host, relative
+``Location``, a chain, a loop, to a robots-disallowed page, to an out-of-scope
+host, to ``file:///etc/passwd`` and to ``ftp://``), non-HTML resources
+(``text/plain``, ``application/pdf``, and a ``.html`` name served as
+``text/plain``), query pages (links written with unsorted arguments, served
+at the sorted canonical form), and byte-identical duplicate bodies.
+
+Canonical URLs
+--------------
+Host names and paths use only ``[a-z0-9/_.-]`` and queries are sorted
+``k=v`` pairs, so ``http://HOST[:PORT]/path[?query]`` (port omitted when 80,
+no fragment) is both what the server routes and the crawler's canonical form
+(:mod:`abc_crawler.urls`).  Manifest keys and every URL in it use that form.
+
+manifest.json
+-------------
+``format`` ("abc-testweb/1"), ``addr``, ``port``, ``seed``, ``knobs`` (all knob
+values used), ``hosts`` (served ``host[:port]``), ``out_of_scope_hosts``,
+``resolve`` (the resolve.txt lines), ``seeds``, ``robots``
+(``{host[:port]: {"robots_txt": text or null, "crawl_delay": float or null}}``,
+crawl delay as protego reads it for ``abc-crawler``), ``counts`` (summary),
+``pages`` and ``expected``.
+
+``pages`` has an entry for every URL the server answers on purpose (200 pages,
+non-HTML files, redirects, 500 pages) and every linked URL on a served host
+that does not exist (404), *except* ``/robots.txt`` and ``/style.css``::
+
+    {"status": 200, "content_type": "text/html", "location": null,
+     "links": [...], "nofollow": [...], "disallowed": false, "bytes": 4711}
+
+``links``: the distinct canonical http(s) URLs of the followable links, in
+document order (for a redirect: its ``Location``, resolved; relative Locations
+are resolved against the URL); ``nofollow``: canonical URLs of links that must
+not be followed (``rel`` contains ``nofollow``, or the page has meta robots
+nofollow) and are not also followable.  ``location`` is the raw ``Location``
+header.  ``disallowed``: robots.txt of the host forbids it to ``abc-crawler``
+(protego).  ``bytes``: body length (0 for server-generated bodies).
+Non-http(s) hrefs (``javascript:``, ``mailto:``, ``file:``, ``ftp:``) appear in
+neither list.
+
+``expected`` (see :func:`compute_expected`): ``requested`` (the URLs a correct
+crawler requests exactly once, robots.txt fetches not included), ``nodes``,
+``edges`` (``[u, v]`` pairs), ``disallowed`` (reached but forbidden by
+robots.txt, never requested), ``out_of_scope_links`` (followable http(s)
+links to hosts that are not served), ``statuses`` (``{status: count}`` over
+requested URLs).  All lists are sorted.
+
+routes.json (the server's routing metadata)
+-------------------------------------------
+::
+
+    {"format": "abc-testweb-routes/1", "static_fallback": false,
+     "hosts": {"h000.test": {
+        "/":            {"status": 200, "type": "text/html; charset=utf-8", "file": "index.html"},
+        "/robots.txt":  {"status": 200, "type": "text/plain; charset=utf-8", "file": "robots.txt"},
+        "/old/p3.html": {"status": 301, "location": "http://h000.test:8123/d1/p3.html"},
+        "/d2/p9.html":  {"status": 500},
+        "/search.html?a=1&b=2": {"status": 200, "type": "...", "file": "_q/search-0.html"}},
+      ...},
+     "prefix_redirects": {"h000.test": {"/old-docs/": "http://h001.test:8123/"}}}
+
+Keys are host names without port, then the request target (path, and
+``?query`` when there is one).  ``file`` is relative to ``sites/<host>/``;
+without ``file`` the server writes a short HTML body for the status.
+``static_fallback`` (default true when routes.json is absent) lets the server
+serve any file under ``sites/<host>/`` that has no route (directories:
+``index.html``, missing ``x`` but present ``x.gz``: decompressed), which is
+how real documentation sites (symlinked into ``sites/``) are served.
+``prefix_redirects`` (optional) answers 301 for any path under a prefix with
+the target prefix + the rest of the path.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import posixpath
+import random
+import shutil
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+__all__ = [
+    "DEFAULT_KNOBS",
+    "USER_AGENT",
+    "generate_web",
+    "compute_expected",
+    "canonical",
+    "load_manifest",
+    "netloc_for",
+]
+
+USER_AGENT = "abc-crawler"
+MANIFEST_FORMAT = "abc-testweb/1"
+ROUTES_FORMAT = "abc-testweb-routes/1"
+HTML_TYPE = "text/html; charset=utf-8"
+
+# Knobs and their defaults.  ``features=False`` turns every trap/error feature
+# off (rates and counts 0, no robots.txt, plain absolute links) unless a knob is
+# given explicitly.
+DEFAULT_KNOBS: dict = {
+    "intra_frac": 0.85,        # probability that a random link stays on its host
+    "zipf_s": 1.1,             # host size ~ 1/(rank+1)**zipf_s
+    "mean_links": 10.0,        # mean number of random out-links per page (+ structural ones)
+    "pareto_alpha": 1.2,       # page popularity ~ Pareto(alpha): power-law in-degrees
+    "page_size_median": 4000,  # bytes, lognormal
+    "page_size_sigma": 0.8,
+    "page_size_max": 200_000,
+    "n_seeds": 3,              # seed = root page of h000 and of n_seeds-1 other hosts
+    "link_forms": True,        # False: every link is the absolute canonical URL
+    "robots_frac": 0.8,        # fraction of hosts with a robots.txt
+    "disallow_frac": 0.05,     # fraction of pages under /private/ or /tmp/
+    "crawl_delay_hosts": 2,    # smallest hosts get "Crawl-delay: crawl_delay"
+    "crawl_delay": 0.05,
+    "error_404_rate": 0.03,    # fraction of pages carrying a link to a missing page
+    "error_500_rate": 0.01,    # 500 pages, as a fraction of n_pages
+    "redirect_rate": 0.02,     # 301/302 URLs, as a fraction of n_pages
+    "special_redirects": True, # chain, loop, relative, out of scope, file:, ftp:, to disallowed
+    "nofollow_rate": 0.03,     # fraction of links with rel=nofollow
+    "meta_nofollow_pages": 2,  # pages with <meta name=robots content=nofollow>
+    "hidden_pages": 2,         # pages linked only through nofollow links
+    "base_pages": 3,           # pages with <base href>
+    "duplicates": 3,           # byte-identical copies of pages
+    "non_html": 4,             # .txt / .pdf / .html-served-as-text/plain resources
+    "query_pages": 2,          # pages with a query string
+    "out_of_scope_rate": 0.03, # fraction of pages linking to an out-of-scope host
+    "special_link_rate": 0.03, # fraction of pages with javascript:/mailto: links
+}
+
+_FEATURE_KNOBS_OFF = {
+    "link_forms": False, "robots_frac": 0.0, "disallow_frac": 0.0, "crawl_delay_hosts": 0,
+    "error_404_rate": 0.0, "error_500_rate": 0.0, "redirect_rate": 0.0,
+    "special_redirects": False, "nofollow_rate": 0.0, "meta_nofollow_pages": 0,
+    "hidden_pages": 0, "base_pages": 0, "duplicates": 0, "non_html": 0, "query_pages": 0,
+    "out_of_scope_rate": 0.0, "special_link_rate": 0.0,
+}
+
+OUT_OF_SCOPE_HOSTS = ["elsewhere.example", "cdn.offsite.example", "www.elsewhere.example"]
+
+_WORDS = (
+    "alpha beta gamma delta crawl graph rank page link host phase bucket frontier "
+    "session partition metis vertex edge weight volume message exchange superstep "
+    "robots politeness fetch parse canonical fingerprint owner hash table column row "
+    "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
+    "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud"
+).split()
+
+
+# --------------------------------------------------------------------------- URLs
+
+def netloc_for(host: str, port: int) -> str:
+    """``host`` or ``host:port`` (the port is omitted when it is 80)."""
+    return host if port == 80 else f"{host}:{port}"
+
+
+def canonical(href: str, base: str) -> str | None:
+    """Canonical form of ``href`` resolved against ``base`` (None if not http(s)).
+
+    Scheme and host lower-cased, default port dropped, empty path -> ``/``,
+    fragment dropped, query arguments sorted.  Enough for the URLs this
+    generator writes (paths in ``[a-z0-9/_.-]``); the crawler uses
+    :mod:`abc_crawler.urls`, which agrees on them.
+    """
+    url = urljoin(base, href.strip())
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        return None
+    host = (parts.hostname or "").lower()
+    port = parts.port
+    default = 80 if scheme == "http" else 443
+    netloc = host if port in (None, default) else f"{host}:{port}"
+    path = parts.path or "/"
+    query = parts.query
+    if query:
+        pairs = sorted(tuple(p.split("=", 1)) if "=" in p else (p, "") for p in query.split("&") if p)
+        query = "&".join(f"{k}={v}" for k, v in pairs)
+    return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """(scheme, netloc, path-with-query) of a canonical URL."""
+    scheme, rest = url.split("://", 1)
+    slash = rest.find("/")
+    return scheme, rest[:slash], rest[slash:]
+
+
+# --------------------------------------------------------------------------- model
+
+@dataclass
+class _Link:
+    target: str            # canonical URL (or a raw non-http href when special)
+    nofollow: bool = False
+    raw: str | None = None  # pre-rendered href (javascript:, mailto:, ...)
+    rel: str | None = None  # rel attribute to write (may be followable, e.g. "noopener")
+
+
+@dataclass
+class _Page:
+    host: str               # host name without port
+    path: str               # path (+ ?query)
+    url: str
+    status: int = 200
+    ctype: str = "text/html"
+    kind: str = "page"      # page | private | hidden | dup | query | text | pdf | fakehtml | err500 | redirect
+    location: str | None = None
+    links: list = field(default_factory=list)
+    base_href: str | None = None
+    meta_nofollow: bool = False
+    file: str | None = None
+    body: bytes | None = None
+    hrefs: list = field(default_factory=list)  # rendered (href, nofollow) pairs
+    dup_of: "_Page | None" = None
+
+
+class _Gen:
+    def __init__(self, n_hosts: int, n_pages: int, seed: int, addr: str, port: int, knobs: dict):
+        self.rng = random.Random(seed)
+        self.n_hosts, self.n_pages, self.seed, self.addr, self.port = n_hosts, n_pages, seed, addr, port
+        self.k = knobs
+        width = max(3, len(str(n_hosts - 1)))
+        self.hosts = [f"h{i:0{width}d}.test" for i in range(n_hosts)]
+        self.netloc = {h: netloc_for(h, port) for h in self.hosts}
+        self.pages: dict[str, _Page] = {}       # url -> page (every route but robots/style)
+        self.host_pages: dict[str, list[_Page]] = {h: [] for h in self.hosts}  # normal HTML pages
+        self.robots: dict[str, str | None] = {}
+        self.dirs: dict[str, list[str]] = {}
+        self._parsers: dict = {}
+
+    # -- helpers
+    def url(self, host: str, path: str) -> str:
+        return f"http://{self.netloc[host]}{path}"
+
+    def add(self, page: _Page) -> _Page:
+        assert page.url not in self.pages, page.url
+        self.pages[page.url] = page
+        return page
+
+    def words(self, n: int) -> str:
+        return " ".join(self.rng.choices(_WORDS, k=n))
+
+    # -- structure
+    def host_sizes(self) -> list[int]:
+        s = self.k["zipf_s"]
+        w = [1.0 / (i + 1) ** s for i in range(self.n_hosts)]
+        sizes = [1] * self.n_hosts
+        extra = self.n_pages - self.n_hosts
+        cum, t = [], 0.0
+        for x in w:
+            t += x
+            cum.append(t)
+        for i in self.rng.choices(range(self.n_hosts), cum_weights=cum, k=extra):
+            sizes[i] += 1
+        return sizes
+
+    def build_robots(self, sizes: list[int]) -> None:
+        k, rng = self.k, self.rng
+        order = sorted(range(self.n_hosts), key=lambda i: (sizes[i], i))
+        delay_hosts = set(order[: k["crawl_delay_hosts"]]) if k["crawl_delay_hosts"] else set()
+        for i, h in enumerate(self.hosts):
+            has = rng.random() < k["robots_frac"] or i in delay_hosts
+            if not has:
+                self.robots[h] = None
+                continue
+            variant = rng.choice(["star", "star", "both", "override", "pattern"])
+            delay = f"Crawl-delay: {k['crawl_delay']}\n" if i in delay_hosts else ""
+            if variant == "star":
+                txt = f"# robots.txt for {h}\nUser-agent: *\nDisallow: /private/\nDisallow: /tmp/\n{delay}"
+            elif variant == "both":
+                txt = ("User-agent: *\nDisallow: /private/\n\n"
+                       f"User-agent: abc-crawler\nDisallow: /private/\nDisallow: /tmp/\n{delay}")
+            elif variant == "override":
+                # the abc-crawler group replaces '*': /private/ and /d1/ are allowed to us
+                txt = ("User-agent: *\nDisallow: /private/\nDisallow: /d1/\n\n"
+                       f"User-agent: abc-crawler\nDisallow: /tmp/\n{delay}")
+            else:
+                txt = ("User-agent: other-bot\nDisallow: /\n\n"
+                       "User-agent: *\nDisallow: /private/\nDisallow: /*.pdf$\nDisallow: /tmp/\n"
+                       f"Allow: /private/p1.html\n{delay}")
+            self.robots[h] = txt
+
+    def build_pages(self, sizes: list[int]) -> None:
+        k, rng = self.k, self.rng
+        for i, h in enumerate(self.hosts):
+            n = sizes[i]
+            ndirs = min(8, 1 + n // 15)
+            dirs = [""]
+            for d in range(1, ndirs):
+                parent = rng.choice(dirs) if d > 2 else ""
+                dirs.append(f"{parent}d{d}/" if parent.count("/") < 2 else f"d{d}/")
+            self.dirs[h] = dirs
+            self.host_pages[h].append(self.add(_Page(h, "/", self.url(h, "/"), file="index.html")))
+            for j in range(1, n):
+                kind = "page"
+                if rng.random() < k["disallow_frac"]:
+                    d = rng.choice(["private/", "tmp/"])
+                    kind = "private"
+                else:
+                    d = rng.choice(dirs)
+                path = f"/{d}p{j}.html"
+                p = self.add(_Page(h, path, self.url(h, path), kind=kind, file=path[1:]))
+                self.host_pages[h].append(p)
+
+    def pick_host(self, sizes_cum: list[float]) -> str:
+        return self.hosts[self.rng.choices(range(self.n_hosts), cum_weights=sizes_cum, k=1)[0]]
+
+    def build(self) -> None:
+        k, rng = self.k, self.rng
+        sizes = self.host_sizes()
+        self.build_robots(sizes)
+        self.build_pages(sizes)
+        sizes_cum, t = [], 0
+        for s in sizes:
+            t += s
+            sizes_cum.append(t)
+
+        # popularity (Pareto) over normal pages; roots are popular within their host
+        pop: dict[str, float] = {}
+        for h in self.hosts:
+            for p in self.host_pages[h]:
+                pop[p.url] = rng.paretovariate(k["pareto_alpha"]) * (5.0 if p.path == "/" else 1.0)
+        all_normal = [p for h in self.hosts for p in self.host_pages[h]]
+        glob_cum, t = [], 0.0
+        for p in all_normal:
+            t += pop[p.url]
+            glob_cum.append(t)
+        host_cum = {}
+        for h in self.hosts:
+            c, t = [], 0.0
+            for p in self.host_pages[h]:
+                t += pop[p.url]
+                c.append(t)
+            host_cum[h] = c
+
+        def random_page(host: str | None = None) -> _Page:
+            if host is not None:
+                return rng.choices(self.host_pages[host], cum_weights=host_cum[host], k=1)[0]
+            return rng.choices(all_normal, cum_weights=glob_cum, k=1)[0]
+
+        def some_source(host: str) -> _Page:
+            """A page that links to a special route of ``host`` (mostly from the same host)."""
+            if rng.random() < 0.8:
+                cands = [p for p in self.host_pages[host] if p.kind == "page" and not p.meta_nofollow]
+                if cands:
+                    return rng.choice(cands)
+            return rng.choice([p for p in all_normal if p.kind == "page" and not p.meta_nofollow]
+                              or all_normal)
+
+        # structural links: a tree per host, host roots linked from earlier hosts
+        tree_parents = set()
+        for h in self.hosts:
+            hp = self.host_pages[h]
+            for j in range(1, len(hp)):
+                parent = hp[rng.randrange(j)]
+                parent.links.append(_Link(hp[j].url))
+                tree_parents.add(parent.url)
+        for i in range(1, self.n_hosts):
+            src = random_page(self.hosts[rng.randrange(i)])
+            src.links.append(_Link(self.url(self.hosts[i], "/")))
+            tree_parents.add(src.url)
+
+        # random links
+        mu = math.log(max(k["mean_links"], 0.01)) - 0.18  # lognormal sigma 0.6: mean ~ mean_links
+        for p in all_normal:
+            n = int(round(rng.lognormvariate(mu, 0.6))) if k["mean_links"] > 0 else 0
+            for _ in range(n):
+                if rng.random() < k["intra_frac"] or self.n_hosts == 1:
+                    t = random_page(p.host)
+                else:
+                    t = random_page()
+                    while t.host == p.host:
+                        t = random_page()
+                p.links.append(_Link(t.url, nofollow=rng.random() < k["nofollow_rate"]))
+
+        # pages with <meta name=robots content=nofollow>: leaves of the link tree
+        leaves = [p for p in all_normal if p.kind == "page" and p.path != "/" and p.url not in tree_parents]
+        rng.shuffle(leaves)
+        meta_pages = leaves[: k["meta_nofollow_pages"]]
+        for p in meta_pages:
+            p.meta_nofollow = True
+
+        # special pages -------------------------------------------------------
+        counters = {h: len(self.host_pages[h]) for h in self.hosts}
+
+        def new_path(host: str, prefix: str = "", ext: str = ".html") -> str:
+            counters[host] += 1
+            d = prefix if prefix else rng.choice(self.dirs[host])
+            return f"/{d}p{counters[host]}{ext}"
+
+        def add_special(host: str, path: str, **kw) -> _Page:
+            return self.add(_Page(host, path, self.url(host, path), **kw))
+
+        def link_to(page: _Page, nofollow: bool = False, src: _Page | None = None) -> _Page:
+            src = src or some_source(page.host)
+            src.links.append(_Link(page.url, nofollow=nofollow))
+            return src
+
+        # 500 pages
+        for _ in range(int(round(k["error_500_rate"] * self.n_pages))):
+            h = self.pick_host(sizes_cum)
+            link_to(add_special(h, new_path(h), status=500, kind="err500"))
+
+        # redirects to normal pages (same host mostly, sometimes another host)
+        for _ in range(int(round(k["redirect_rate"] * self.n_pages))):
+            h = self.pick_host(sizes_cum)
+            target = random_page(h) if rng.random() < 0.7 else random_page()
+            status = rng.choice([301, 301, 302, 302, 307, 308])
+            r = add_special(h, new_path(h, "old/"), status=status, kind="redirect", location=target.url)
+            link_to(r)
+
+        if k["special_redirects"]:
+            h = self.hosts[0]
+            hp = self.host_pages[h]
+            tgt = rng.choice(hp)
+            # relative Location (resolved against the request URL)
+            rel_target = tgt.path
+            r = add_special(h, "/old/relative.html", status=301, kind="redirect", location=rel_target)
+            link_to(r)
+            # chain: chain1 -> chain2 -> page on another host
+            other = self.hosts[min(1, self.n_hosts - 1)]
+            end = random_page(other)
+            r2 = add_special(h, "/old/chain2.html", status=302, kind="redirect", location=end.url)
+            r1 = add_special(h, "/old/chain1.html", status=301, kind="redirect",
+                             location=r2.url.replace(f"http://{self.netloc[h]}", f"http://{self._mixcase(self.netloc[h])}"))
+            link_to(r1)
+            # loop: loop-a <-> loop-b
+            la_path, lb_path = "/old/loop-a.html", "/old/loop-b.html"
+            la = add_special(h, la_path, status=302, kind="redirect", location=self.url(h, lb_path))
+            add_special(h, lb_path, status=302, kind="redirect", location=self.url(h, la_path))
+            link_to(la)
+            # redirect to a page disallowed by robots.txt (if any host has one)
+            priv = [p for p in all_normal if p.kind == "private" and self._disallowed_raw(p)]
+            if priv:
+                t = rng.choice(priv)
+                link_to(add_special(h, "/old/to-private.html", status=301, kind="redirect", location=t.url))
+            # out of scope, file:, ftp:
+            link_to(add_special(h, "/old/offsite.html", status=301, kind="redirect",
+                                location=f"http://{OUT_OF_SCOPE_HOSTS[0]}/landing.html"))
+            link_to(add_special(h, "/old/passwd.html", status=302, kind="redirect",
+                                location="file:///etc/passwd"))
+            link_to(add_special(h, "/old/ftp.html", status=302, kind="redirect",
+                                location=f"ftp://ftp.{OUT_OF_SCOPE_HOSTS[0]}/pub/file.txt"))
+
+        # non-HTML resources
+        kinds = [("text", ".txt", "text/plain"), ("pdf", ".pdf", "application/pdf"),
+                 ("fakehtml", ".html", "text/plain")]
+        for n in range(k["non_html"]):
+            kind, ext, ctype = kinds[n % len(kinds)]
+            h = self.pick_host(sizes_cum)
+            path = new_path(h, "files/", ext)
+            if kind == "pdf":
+                body = b"%PDF-1.4\n% abc-testweb\n" + self.words(40).encode() + b"\n%%EOF\n"
+            elif kind == "fakehtml":
+                body = (b"<html><body>This is text/plain, not HTML: "
+                        b"<a href=\"/never-followed.html\">no</a></body></html>\n")
+            else:
+                body = (self.words(80) + "\nhttp://h000.test/this-is-text-not-a-link.html\n").encode()
+            link_to(add_special(h, path, ctype=ctype, kind=kind, body=body, file=path[1:]))
+
+        # query pages: served at the sorted form, linked with unsorted arguments
+        for n in range(k["query_pages"]):
+            h = self.pick_host(sizes_cum)
+            path = f"/search.html?page={n + 1}&q=crawl"
+            if path in (p.path for p in self.pages.values() if p.host == h):
+                continue
+            q = add_special(h, path, kind="query", file=f"_q/search-{n + 1}.html")
+            self.host_pages[h].append(q)  # a normal HTML page otherwise
+            link_to(q)
+            q.links.append(_Link(rng.choice(self.host_pages[h][:-1] or [q]).url))
+
+        # hidden pages: linked only by rel=nofollow links or from meta-nofollow pages
+        for n in range(k["hidden_pages"]):
+            h = self.pick_host(sizes_cum)
+            hp = add_special(h, f"/hidden/p{n}.html", kind="hidden", file=f"hidden/p{n}.html")
+            if n % 2 == 1 and meta_pages:
+                src = meta_pages[n % len(meta_pages)]
+                src.links.append(_Link(hp.url))
+            else:
+                link_to(hp, nofollow=True)
+            hp.links.append(_Link(random_page(h).url))
+
+        # duplicates: same directory, same host, byte-identical body
+        cands = [p for p in all_normal if p.kind == "page" and p.path != "/" and not p.meta_nofollow]
+        rng.shuffle(cands)
+        for n, orig in enumerate(cands[: k["duplicates"]]):
+            d = orig.path.rsplit("/", 1)[0]
+            path = f"{d}/copy{n}.html"
+            dup = add_special(orig.host, path, kind="dup", file=path[1:], dup_of=orig)
+            link_to(dup)
+
+        # pages with <base href>
+        bcands = [p for p in all_normal if p.kind == "page" and not p.meta_nofollow and p.dup_of is None
+                  and p.path != "/"]
+        dup_origs = {p.dup_of.url for p in self.pages.values() if p.dup_of is not None}
+        bcands = [p for p in bcands if p.url not in dup_origs]
+        rng.shuffle(bcands)
+        for n, p in enumerate(bcands[: k["base_pages"]]):
+            if n % 3 == 2:
+                dirs = [d for d in self.dirs[p.host] if d] or [""]
+                p.base_href = "/" + rng.choice(dirs)
+            else:
+                bh = rng.choice(self.hosts)
+                bdir = rng.choice([d for d in self.dirs[bh] if d] or [""])
+                p.base_href = f"http://{self._mixcase(self.netloc[bh]) if n % 2 else self.netloc[bh]}/{bdir}"
+
+        # 404 links, out-of-scope links, javascript:/mailto:
+        for p in all_normal:
+            if rng.random() < k["error_404_rate"]:
+                miss = rng.choice([f"/missing/p{rng.randrange(10**6)}.html",
+                                   f"/{rng.choice(self.dirs[p.host])}gone{rng.randrange(10**6)}.html"])
+                p.links.append(_Link(self.url(p.host, miss)))
+            if rng.random() < k["out_of_scope_rate"]:
+                oh = rng.choice(OUT_OF_SCOPE_HOSTS)
+                scheme = rng.choice(["http", "https"])
+                p.links.append(_Link(f"{scheme}://{oh}/{self.words(1)}/p{rng.randrange(1000)}.html"))
+            if rng.random() < k["special_link_rate"]:
+                p.links.append(_Link("", raw="javascript:void(0)"))
+                p.links.append(_Link("", raw=f"mailto:webmaster@{p.host}"))
+                p.links.append(_Link("", raw="JavaScript:window.location='/d1/p1.html'"))
+
+        # shuffle link order (structural links are not always first)
+        for p in self.pages.values():
+            rng.shuffle(p.links)
+
+    # -- rendering
+    def _mixcase(self, s: str) -> str:
+        out = "".join(c.upper() if c.isalpha() and self.rng.random() < 0.5 else c for c in s)
+        if out == s:
+            out = s[0].upper() + s[1:]
+        return out
+
+    def _disallowed_raw(self, p: _Page) -> bool:
+        txt = self.robots.get(p.host)
+        if txt is None:
+            return False
+        rp = self._parsers.get(p.host)
+        if rp is None:
+            from protego import Protego
+            rp = self._parsers[p.host] = Protego.parse(txt)
+        return not rp.can_fetch(p.url, USER_AGENT)
+
+    def render_href(self, target: str, base: str) -> str:
+        rng = self.rng
+        frag = f"#sec{rng.randrange(5)}" if rng.random() < 0.1 else ""
+        if not self.k["link_forms"]:
+            return target + frag
+        t_scheme, t_net, t_path = _split(target)
+        b_scheme, b_net, b_path = _split(canonical(base, base))
+        r = rng.random()
+        port80 = self.port == 80
+        if t_net == b_net and t_scheme == b_scheme:
+            if r < 0.40:
+                bdir = b_path.split("?", 1)[0].rsplit("/", 1)[0] or "/"
+                tp, _, q = t_path.partition("?")
+                rel = posixpath.relpath(tp, bdir)
+                if tp.endswith("/"):
+                    rel = "./" if rel == "." else rel + "/"
+                elif rng.random() < 0.1 and not rel.startswith("."):
+                    rel = "./" + rel
+                href = rel + (f"?{q}" if q else "")
+            elif r < 0.65:
+                href = t_path
+            elif r < 0.85:
+                href = target
+            elif r < 0.90:
+                href = f"//{t_net}{t_path}"
+            elif r < 0.95:
+                href = f"{t_scheme}://{self._mixcase(t_net)}{t_path}"
+            else:
+                if port80:
+                    href = f"{t_scheme}://{t_net}:80{t_path}"
+                else:
+                    href = f"{t_scheme.upper()}://{t_net}{t_path}"
+        else:
+            if r < 0.6:
+                href = target
+            elif r < 0.8:
+                href = f"{t_scheme}://{self._mixcase(t_net)}{t_path}"
+            elif r < 0.9 and t_scheme == b_scheme:
+                href = f"//{t_net}{t_path}"
+            elif port80 and t_scheme == "http" and ":" not in t_net:
+                href = f"http://{t_net}:80{t_path}"
+            else:
+                href = target
+        if "?" in href:
+            # write the query arguments in reverse (unsorted) order
+            head, q = href.split("?", 1)
+            href = head + "?" + "&".join(reversed(q.split("&")))
+        return href + frag
+
+    def render_pages(self) -> None:
+        rng, k = self.rng, self.k
+        med, sig, cap = k["page_size_median"], k["page_size_sigma"], k["page_size_max"]
+        for p in self.pages.values():
+            if p.status != 200 or p.ctype != "text/html" or p.dup_of is not None:
+                continue
+            base = canonical(p.base_href, p.url) if p.base_href else p.url
+            target_size = min(cap, int(rng.lognormvariate(math.log(max(med, 1)), sig)))
+            head = [
+                "<!DOCTYPE html>",
+                "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+                f"<title>{self.words(3).title()}</title>",
+            ]
+            if p.base_href:
+                head.append(f"<base href=\"{p.base_href}\">")
+            if p.meta_nofollow:
+                head.append("<meta name=\"robots\" content=\"nofollow\">")
+            head.append("<link rel=\"stylesheet\" href=\"/style.css\">")
+            head.append("</head><body>")
+            head.append(f"<h1 id=\"top\">{self.words(4).title()}</h1>")
+            parts: list[str] = []
+            for ln in p.links:
+                if ln.raw is not None:
+                    parts.append(f"<a href=\"{ln.raw}\">{self.words(2)}</a>")
+                    p.hrefs.append((ln.raw, False))
+                    continue
+                href = self.render_href(ln.target, base)
+                if " " not in href and rng.random() < 0.01:
+                    href = f"  {href}\n"
+                shown = href.replace("&", "&amp;")
+                rel = ""
+                if ln.nofollow:
+                    rel = rng.choice([" rel=\"nofollow\"", " rel=\"nofollow\"", " rel=\"noopener nofollow\"",
+                                      " rel=\"NoFollow\""])
+                elif rng.random() < 0.03:
+                    rel = " rel=\"noopener\""
+                anchor = self.words(rng.randint(1, 3))
+                r = rng.random()
+                if r < 0.01:
+                    parts.append(f"<map name=\"m{len(parts)}\"><area shape=\"rect\" coords=\"0,0,9,9\""
+                                 f" href=\"{shown}\"{rel} alt=\"{anchor}\"></map>")
+                elif r < 0.03:
+                    parts.append(f"<A HREF=\"{shown}\"{rel.upper()}>{anchor}</A>")
+                else:
+                    parts.append(f"<a href=\"{shown}\"{rel}>{anchor}</a>")
+                p.hrefs.append((href, ln.nofollow or p.meta_nofollow))
+            if p.links and rng.random() < 0.05:
+                parts.append("<a href=\"#top\">top</a>")
+                p.hrefs.append(("#top", p.meta_nofollow))
+            if rng.random() < 0.05:
+                parts.append("<a name=\"anchor-only\">no href</a>")
+            body = []
+            used = sum(map(len, head)) + 20
+            i = 0
+            while i < len(parts) or used < target_size:
+                text = self.words(rng.randint(8, 30))
+                if i < len(parts):
+                    chunk = f"<p>{text} {parts[i]} {self.words(3)}</p>"
+                    i += 1
+                else:
+                    chunk = f"<p>{text}</p>"
+                body.append(chunk)
+                used += len(chunk) + 1
+            p.body = ("\n".join(head + body) + "\n</body></html>\n").encode()
+        for p in self.pages.values():
+            if p.dup_of is not None:
+                p.body = p.dup_of.body
+                p.hrefs = list(p.dup_of.hrefs)
+                p.meta_nofollow = p.dup_of.meta_nofollow
+                p.base_href = p.dup_of.base_href
+
+
+# --------------------------------------------------------------------------- expected
+
+def _robots_parsers(robots: dict) -> dict:
+    from protego import Protego
+    return {host: Protego.parse(txt) for host, txt in robots.items() if txt is not None}
+
+
+def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: dict,
+                     user_agent: str = USER_AGENT) -> dict:
+    """What a correct crawl from ``seeds`` requests and finds.
+
+    ``pages``: the manifest's ``pages`` (URL -> entry with ``status``,
+    ``content_type``, ``links``); ``hosts``: served ``host[:port]``;
+    ``robots``: ``{host[:port]: robots.txt text or None}``.
+
+    ``requested`` is the closure from the seeds over followable links
+    (redirect Locations included) restricted to http(s) URLs on served hosts
+    and not disallowed by robots.txt (protego, ``user_agent``).  URLs absent
+    from ``pages`` answer 404.  ``nodes`` are the requested URLs with status
+    200 and content type text/html; ``edges`` the distinct ``(u, v)``, u != v,
+    both nodes, v a followable link of u.
+    """
+    served = set(hosts)
+    parsers = _robots_parsers(robots)
+    seen: set[str] = set()
+    requested: list[str] = []
+    disallowed: set[str] = set()
+    oos: set[str] = set()
+    queue: deque[str] = deque()
+
+    def consider(url: str) -> None:
+        if url in seen:
+            return
+        seen.add(url)
+        scheme, net, _ = _split(url)
+        if scheme != "http" or net not in served:
+            oos.add(url)
+            return
+        rp = parsers.get(net)
+        if rp is not None and not rp.can_fetch(url, user_agent):
+            disallowed.add(url)
+            return
+        requested.append(url)
+        queue.append(url)
+
+    for s in seeds:
+        consider(s)
+    while queue:
+        u = queue.popleft()
+        entry = pages.get(u)
+        if entry:
+            for v in entry["links"]:
+                consider(v)
+    statuses: dict[str, int] = {}
+    nodes = []
+    for u in requested:
+        e = pages.get(u)
+        st = e["status"] if e else 404
+        statuses[str(st)] = statuses.get(str(st), 0) + 1
+        if e and st == 200 and e["content_type"] == "text/html":
+            nodes.append(u)
+    nodeset = set(nodes)
+    edges = sorted({(u, v) for u in nodes for v in pages[u]["links"] if v != u and v in nodeset})
+    return {
+        "requested": sorted(requested),
+        "nodes": sorted(nodes),
+        "edges": [list(e) for e in edges],
+        "disallowed": sorted(disallowed),
+        "out_of_scope_links": sorted(oos),
+        "statuses": dict(sorted(statuses.items())),
+    }
+
+
+# --------------------------------------------------------------------------- driver
+
+def _check_addr(addr: str) -> None:
+    import ipaddress
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        raise ValueError(f"address {addr!r} is not an IPv4 address") from None
+    if ip.version != 4 or not ip.is_loopback:
+        raise ValueError(f"address {addr} is not on loopback (127.0.0.0/8)")
+
+
+def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 0,
+                 addr: str = "127.0.0.1", port: int, features: bool = True, **knobs) -> dict:
+    """Write a synthetic web into ``out_dir`` and return its manifest.
+
+    ``n_pages`` counts the ordinary HTML pages (roots included, at least one per
+    host); redirects, 500 pages, non-HTML files, duplicates, hidden and query
+    pages come on top.  ``features=False`` turns all traps and errors off (see
+    :data:`DEFAULT_KNOBS`); any knob given explicitly wins.  Existing
+    ``sites/`` content in ``out_dir`` is replaced.
+    """
+    _check_addr(addr)
+    if not (1 <= int(port) <= 65535):
+        raise ValueError(f"port {port} out of range 1..65535")
+    if n_hosts < 1:
+        raise ValueError("n_hosts must be >= 1")
+    if n_pages < n_hosts:
+        raise ValueError(f"n_pages ({n_pages}) must be >= n_hosts ({n_hosts})")
+    unknown = set(knobs) - set(DEFAULT_KNOBS)
+    if unknown:
+        raise TypeError(f"unknown knob(s): {', '.join(sorted(unknown))}")
+    k = dict(DEFAULT_KNOBS)
+    if not features:
+        k.update(_FEATURE_KNOBS_OFF)
+    k.update(knobs)
+    port = int(port)
+
+    g = _Gen(n_hosts, n_pages, seed, addr, port, k)
+    g.build()
+    g.render_pages()
+
+    robots_by_net = {g.netloc[h]: g.robots[h] for h in g.hosts}
+    parsers = _robots_parsers(robots_by_net)
+
+    # manifest pages
+    pages: dict[str, dict] = {}
+    for url in sorted(g.pages):
+        p = g.pages[url]
+        links: list[str] = []
+        nof: list[str] = []
+        if p.status in (301, 302, 307, 308):
+            c = canonical(p.location, p.url)
+            if c is not None:
+                links.append(c)
+        elif p.status == 200 and p.ctype == "text/html":
+            base = canonical(p.base_href, p.url) if p.base_href else p.url
+            for href, nofollow in p.hrefs:
+                c = canonical(href, base)
+                if c is None:
+                    continue
+                if nofollow:
+                    nof.append(c)
+                else:
+                    links.append(c)
+            links = list(dict.fromkeys(links))
+            lset = set(links)
+            nof = [u for u in dict.fromkeys(nof) if u not in lset]
+        rp = parsers.get(g.netloc[p.host])
+        pages[url] = {
+            "status": p.status,
+            "content_type": p.ctype,
+            "location": p.location,
+            "links": links,
+            "nofollow": nof,
+            "disallowed": bool(rp is not None and not rp.can_fetch(url, USER_AGENT)),
+            "bytes": len(p.body) if p.body is not None else 0,
+        }
+    # sanity: every rendered link resolves to the intended target
+    for p in g.pages.values():
+        if p.dup_of is None and p.status == 200 and p.ctype == "text/html":
+            want = {ln.target for ln in p.links if ln.raw is None}
+            got = set(pages[p.url]["links"]) | set(pages[p.url]["nofollow"])
+            assert got - {p.url} <= want and want <= got, (p.url, want ^ got)
+    # 404 entries for linked URLs on served hosts that do not exist
+    netlocs = set(g.netloc.values())
+    missing = set()
+    for e in pages.values():
+        for u in e["links"] + e["nofollow"]:
+            if u not in pages and _split(u)[1] in netlocs:
+                missing.add(u)
+    for u in sorted(missing):
+        net = _split(u)[1]
+        rp = parsers.get(net)
+        pages[u] = {"status": 404, "content_type": "text/html", "location": None, "links": [],
+                    "nofollow": [], "disallowed": bool(rp is not None and not rp.can_fetch(u, USER_AGENT)),
+                    "bytes": 0}
+    pages = dict(sorted(pages.items()))
+
+    # seeds: root of h000 and of n_seeds-1 other hosts (allowed by robots.txt)
+    srng = random.Random(seed * 7919 + 17)
+    others = list(range(1, n_hosts))
+    srng.shuffle(others)
+    seed_hosts = [0] + sorted(others[: max(0, k["n_seeds"] - 1)])
+    seeds = [g.url(g.hosts[i], "/") for i in seed_hosts]
+
+    hosts = [g.netloc[h] for h in g.hosts]
+    expected = compute_expected(pages, seeds, hosts, robots_by_net)
+    resolve = [f"{h}:{port}:{addr}" for h in g.hosts]
+    robots_info = {}
+    for h in g.hosts:
+        net = g.netloc[h]
+        rp = parsers.get(net)
+        robots_info[net] = {"robots_txt": g.robots[h],
+                            "crawl_delay": rp.crawl_delay(USER_AGENT) if rp is not None else None}
+    counts = {
+        "hosts": n_hosts,
+        "pages": len(pages),
+        "html_pages": sum(1 for e in pages.values() if e["status"] == 200 and e["content_type"] == "text/html"),
+        "requested": len(expected["requested"]),
+        "nodes": len(expected["nodes"]),
+        "edges": len(expected["edges"]),
+        "disallowed": len(expected["disallowed"]),
+        "out_of_scope_links": len(expected["out_of_scope_links"]),
+        "bytes": sum(e["bytes"] for e in pages.values()),
+    }
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "addr": addr,
+        "port": port,
+        "seed": seed,
+        "knobs": k,
+        "hosts": hosts,
+        "out_of_scope_hosts": list(OUT_OF_SCOPE_HOSTS),
+        "resolve": resolve,
+        "seeds": seeds,
+        "robots": robots_info,
+        "counts": counts,
+        "pages": pages,
+        "expected": expected,
+    }
+
+    # routes
+    routes: dict[str, dict] = {h: {} for h in g.hosts}
+    for h in g.hosts:
+        if g.robots[h] is not None:
+            routes[h]["/robots.txt"] = {"status": 200, "type": "text/plain; charset=utf-8", "file": "robots.txt"}
+        routes[h]["/style.css"] = {"status": 200, "type": "text/css", "file": "style.css"}
+    for url in sorted(g.pages):
+        p = g.pages[url]
+        r: dict = {"status": p.status}
+        if p.status == 200:
+            r["type"] = HTML_TYPE if p.ctype == "text/html" else (
+                p.ctype + "; charset=utf-8" if p.ctype.startswith("text/") else p.ctype)
+            r["file"] = p.file
+        if p.location is not None:
+            r["location"] = p.location
+        routes[p.host][p.path] = r
+    routes_doc = {"format": ROUTES_FORMAT, "static_fallback": False,
+                  "hosts": {h: dict(sorted(v.items())) for h, v in routes.items()}}
+
+    # write
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sites = out / "sites"
+    if sites.exists():
+        shutil.rmtree(sites)
+    css = b"body { font-family: sans-serif; max-width: 50em; }\n"
+    for h in g.hosts:
+        hd = sites / h
+        hd.mkdir(parents=True)
+        (hd / "style.css").write_bytes(css)
+        if g.robots[h] is not None:
+            (hd / "robots.txt").write_text(g.robots[h])
+    for p in g.pages.values():
+        if p.file is not None and p.body is not None:
+            f = sites / p.host / p.file
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(p.body)
+    _write_text(out / "routes.json", json.dumps(routes_doc, indent=1) + "\n")
+    _write_text(out / "seeds.txt", "".join(s + "\n" for s in seeds))
+    _write_text(out / "resolve.txt", "".join(r + "\n" for r in resolve))
+    _write_text(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def load_manifest(web_dir) -> dict:
+    """The manifest of a generated web (raises FileNotFoundError / ValueError)."""
+    path = Path(web_dir) / "manifest.json"
+    with open(path) as fh:
+        m = json.load(fh)
+    if not isinstance(m, dict) or "port" not in m or "addr" not in m:
+        raise ValueError(f"{path}: not an abc-testweb manifest")
+    return m
