@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
+from .clock import SharedClock, estimate_offset
 from .config import CrawlConfig
 from .coordinator import Coordinator, Report, encode_report
 from .exchange import Communicator
@@ -36,6 +37,7 @@ from .fetcher import Fetcher, Response
 from .frontier import Element, Frontier
 from .ownership import Assignment
 from .parser import extract_links
+from .phases import PhaseClock
 from .robots import RobotsCache, robots_url
 from .scope import Scope
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
@@ -45,7 +47,7 @@ __all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS"]
 
 # The status vector summed over ranks at every exchange.
 STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
-                 "volume", "outbox", "errors")
+                 "volume", "outbox", "errors", "clock_due")
 _S = {name: i for i, name in enumerate(STATUS_FIELDS)}
 
 
@@ -77,6 +79,7 @@ class Batch:
     next_at: float = 0.0
     robots: bool = False          # a robots.txt request is in flight
     current: int | None = None    # URL index in flight
+    deadline: float | None = None # shared-clock end of the slot the request in flight belongs to
 
 
 @dataclass
@@ -97,6 +100,7 @@ class RankCounters:
     messages_mpi: int = 0
     robots_fetches: int = 0
     batches: int = 0
+    slot_cuts: int = 0            # requests cut at a slot end and put back
     errors: Counter = field(default_factory=Counter)
     links: Counter = field(default_factory=Counter)
     out_of_scope_hosts: Counter = field(default_factory=Counter)
@@ -140,6 +144,20 @@ class RankCrawler:
         self.coordinator: Coordinator | None = None
         self.stopped = "done"
         self.idle_s = 0.0
+        self.idle_phase_s = 0.0
+        skew = 0.0
+        if cfg.test_clock_skew:
+            r, _, sec = cfg.test_clock_skew.partition(":")
+            if int(r) == self.rank:
+                skew = float(sec)
+        self.clock = SharedClock(skew)
+        self._last_sync = 0.0
+        self.phase_clock: PhaseClock | None = None
+        use = cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level)
+        if use:
+            n = cfg.n_phases or self.size
+            self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard)
+        self._window: tuple[int, float, float] | None = None
 
     # -- classification ------------------------------------------------------
     def _links_of(self, page_url: str, base: str | None, hrefs: list[str]) -> list[str]:
@@ -222,10 +240,34 @@ class RankCrawler:
     def _may_request(self) -> bool:
         return self.budget is None or self.c.requests < self.budget
 
+    def _phase_window(self) -> tuple[int, float, float] | None:
+        """The active (phase, start, end) on the shared clock, or None in a guard band."""
+        pc = self.phase_clock
+        if pc is None:
+            return None
+        w = pc.window(self.clock.shared())
+        if w != self._window:
+            old = self._window
+            self._window = w
+            if old is not None:
+                # a new slot: elements still queuing for the old phase give their URLs back
+                self.frontier.evict(lambda host: w is None or pc.phase(host) != w[0])
+            self._dirty = True
+        return w
+
+    def _admit(self, host: str) -> bool:
+        w = self._window
+        return w is not None and self.phase_clock.phase(host) == w[0]
+
     def _start_batches(self, now: float) -> None:
+        admit = None
+        if self.phase_clock is not None:
+            if self._phase_window() is None:
+                return
+            admit = self._admit
         wake = self.frontier.next_wakeup(now)
         if self._dirty or (wake is not None and wake <= now):
-            self.frontier.schedule(now)
+            self.frontier.schedule(now, admit)
             self._dirty = False
         free = self.cfg.concurrency - len(self.batches)
         if free <= 0:
@@ -238,10 +280,32 @@ class RankCrawler:
             if b.current is None and not b.robots and b.next_at <= now:
                 self._advance(b, now)
 
+    def _request_timeout(self, host: str) -> float | None:
+        """Seconds a request to ``host`` may take now: None = no limit beyond the timeout;
+        0 = must not start (slot over or ending)."""
+        if self.phase_clock is None:
+            return None
+        w = self._phase_window()
+        if w is None or not self._admit(host):
+            return 0.0
+        left = w[2] - self.clock.shared()
+        return left if left >= 0.02 else 0.0
+
     def _advance(self, b: Batch, now: float) -> None:
         """Issue the next request of a batch, or end it."""
         host = b.host
         h = self.robots.get(host)
+        limit = self._request_timeout(host)
+        if limit == 0.0:
+            # the host's slot is over: give the URLs back; they come again in its next slot
+            for idx in b.todo:
+                self.frontier.release(idx)
+            b.todo = []
+            del self.batches[host]
+            self.frontier.finish(b.element, now, 0.0)
+            self._dirty = True
+            return
+        b.deadline = None if limit is None else self.clock.shared() + limit
         if h.state == "dead":
             for idx in b.todo:
                 self.frontier.complete(idx, stalled=True)
@@ -253,7 +317,7 @@ class RankCrawler:
                 prefix = url0[: url0.index("/", url0.index("://") + 3)]
                 b.robots = True
                 self.c.robots_fetches += 1
-                self.fetcher.submit(("robots", host), robots_url(prefix))
+                self.fetcher.submit(("robots", host), robots_url(prefix), timeout=limit)
                 return
         elif h.state != "ready":           # retry pending: give the URLs back, try later
             for idx in b.todo:
@@ -274,7 +338,7 @@ class RankCrawler:
                 continue
             b.current = idx
             self.c.requests += 1
-            self.fetcher.submit(("page", host), url)
+            self.fetcher.submit(("page", host), url, timeout=limit)
             return
         # batch done
         del self.batches[host]
@@ -285,8 +349,15 @@ class RankCrawler:
     def _on_response(self, r: Response, now: float) -> None:
         kind, host = r.key
         b = self.batches[host]
+        cut = (r.error == "timeout" and b.deadline is not None
+               and self.clock.shared() >= b.deadline - 0.005 and r.t_end - r.t_start < self.cfg.timeout)
         if kind == "robots":
             b.robots = False
+            if cut:                        # the slot ended first: ask again in the host's next slot
+                self.c.slot_cuts += 1
+                self.robots.get(host).state = "unknown"
+                self._advance(b, now)
+                return
             self.robots.on_response(host, r.status if r.error is None else 0, r.body, now)
             if r.error is not None:
                 self.c.errors[f"robots_{r.error}"] += 1
@@ -298,6 +369,12 @@ class RankCrawler:
             return
         idx = b.current
         b.current = None
+        if cut:
+            self.c.slot_cuts += 1
+            self.c.requests -= 1           # not a request of this session's count: it is asked again
+            self.frontier.release(idx)
+            self._advance(b, now)
+            return
         self.frontier.complete(idx)
         self._process_page(r)
         delay = self.robots.get(host).crawl_delay
@@ -375,10 +452,22 @@ class RankCrawler:
         t = time.monotonic()
         done = self.fetcher.poll(timeout)
         if not done and not self.fetcher.in_flight:
-            self.idle_s += time.monotonic() - t
+            dt = time.monotonic() - t
+            self.idle_s += dt
+            if self.phase_clock is not None and self.frontier.pending and not self.batches:
+                self.idle_phase_s += dt        # work exists, but none of it in the active phase
         now = time.monotonic()
         for r in done:
             self._on_response(r, now)
+
+    def sync_clock(self) -> None:
+        """Collective: every rank re-estimates its offset to rank 0's clock."""
+        samples = self.comm.clock_samples(self.clock.local)
+        if self.rank != 0:
+            self.clock.update(*estimate_offset(samples))
+        else:
+            self.clock.update(0.0, 0.0)
+        self._last_sync = time.monotonic()
 
     def has_local_work(self) -> bool:
         return self.frontier.pending > 0 or self.fetcher.in_flight > 0 or bool(self.batches)
@@ -404,6 +493,8 @@ class RankCrawler:
         st[_S["volume"]] = c.volume
         st[_S["outbox"]] = outbox
         st[_S["errors"]] = sum(c.errors.values())
+        if self.rank == 0 and self.phase_clock is not None:
+            st[_S["clock_due"]] = int(time.monotonic() - self._last_sync >= self.cfg.clock_refresh_seconds)
         return st
 
     def _payloads(self) -> list[bytes]:
@@ -469,6 +560,8 @@ class RankCrawler:
                 self.progress.update(self.superstep, g, self.coordinator)
             self.superstep += 1
             self._set_budget(g, my_requests)
+            if g[_S["clock_due"]] > 0 and not g[_S["signal"]]:
+                self.sync_clock()
             if g[_S["signal"]] > 0:
                 self.stopped = "signal"
                 break
@@ -522,6 +615,10 @@ class RankCrawler:
             "duplicates": c.duplicates, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
             "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
             "robots_fetches": self.robots.fetches, "batches": c.batches,
+            "urls_per_connection": round(c.requests / self.fetcher.connections, 2) if self.fetcher.connections else 0.0,
+            "idle_phase_s": round(self.idle_phase_s, 3), "slot_cuts": c.slot_cuts,
+            "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
+            "phases": self.phase_clock.n_phases if self.phase_clock is not None else 0,
             "connections": self.fetcher.connections, "idle_s": round(self.idle_s, 3),
             "max_rss_kb": ru.ru_maxrss, "errors": dict(c.errors), "links": dict(c.links),
             "out_of_scope_hosts": dict(c.out_of_scope_hosts.most_common(50)),

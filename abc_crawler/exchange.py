@@ -125,6 +125,46 @@ class Communicator:
         while not req.Test():
             time.sleep(0.001)
 
+    def clock_samples(self, local_clock, n: int = 8) -> list[tuple[float, float, float, float]]:
+        """NTP-style samples (t0, t1, t2, t3) of this rank against rank 0 (rank 0 gets []).
+
+        Rank 0 serves the ranks one at a time; a rank waiting for its turn
+        sleeps between polls so it does not steal the CPU from the pair
+        measuring; the pair itself polls tightly, so the round trip stays small.
+        """
+        comm = self.comm
+        tag_go, tag_ping, tag_pong = 7101, 7102, 7103
+        samples: list[tuple[float, float, float, float]] = []
+        if self.rank == 0:
+            ping = np.zeros(1, dtype=np.float64)
+            pong = np.zeros(2, dtype=np.float64)
+            for r in range(1, self.size):
+                comm.Send([np.zeros(1, np.int8), MPI.INT8_T], dest=r, tag=tag_go)
+                for _ in range(n):
+                    req = comm.Irecv([ping, MPI.DOUBLE], source=r, tag=tag_ping)
+                    while not req.Test():
+                        pass
+                    pong[0] = local_clock()
+                    pong[1] = local_clock()
+                    comm.Send([pong, MPI.DOUBLE], dest=r, tag=tag_pong)
+        else:
+            go = np.zeros(1, np.int8)
+            req = comm.Irecv([go, MPI.INT8_T], source=0, tag=tag_go)
+            while not req.Test():
+                time.sleep(0.0005)
+            ping = np.zeros(1, dtype=np.float64)
+            pong = np.zeros(2, dtype=np.float64)
+            for _ in range(n):
+                req = comm.Irecv([pong, MPI.DOUBLE], source=0, tag=tag_pong)
+                ping[0] = t0 = local_clock()
+                comm.Send([ping, MPI.DOUBLE], dest=0, tag=tag_ping)
+                while not req.Test():
+                    pass
+                t3 = local_clock()
+                samples.append((t0, float(pong[0]), float(pong[1]), t3))
+        self.barrier()
+        return samples
+
     def start_superstep(self, payloads: list[bytes], status: np.ndarray, report: bytes) -> SuperstepExchange:
         return SuperstepExchange(self.comm, payloads, status, report)
 

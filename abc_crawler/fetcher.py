@@ -148,7 +148,7 @@ class Fetcher:
         c.setopt(pycurl.HEADERFUNCTION, t.header)
         return t
 
-    def submit(self, key: Any, url: str) -> None:
+    def submit(self, key: Any, url: str, timeout: float | None = None) -> None:
         """Start fetching ``url``; its :class:`Response` comes back from :meth:`poll`."""
         if not (url.startswith("http://") or url.startswith("https://")):
             raise ScopeViolation(f"refusing non-http(s) URL {url!r}")
@@ -165,6 +165,7 @@ class Fetcher:
             ("Host", host), ("User-Agent", self.user_agent), ("Accept", "text/html,*/*;q=0.5"),
             ("Accept-Encoding", "identity"), ("X-ABC-Rank", str(self.rank))])
         t.curl.setopt(pycurl.URL, url)
+        t.curl.setopt(pycurl.TIMEOUT_MS, max(1, int(1000 * (self.timeout if timeout is None else min(timeout, self.timeout)))))
         self._active[t.curl] = t
         self.multi.add_handle(t.curl)
         self.requests += 1

@@ -197,6 +197,18 @@ class Frontier:
             pos += 1
         return placed
 
+    def evict(self, predicate) -> int:
+        """QUEUING elements whose host matches ``predicate`` give their URLs back and become FREE."""
+        n = 0
+        for host, e in list(self.by_host.items()):
+            if e.state == QUEUING and predicate(host):
+                for idx in e.urls:
+                    self.release(idx)
+                    n += 1
+                del self.by_host[host]
+                e.reset()
+        return n
+
     def _release_timewait(self, now: float) -> None:
         for host, e in list(self.by_host.items()):
             if e.state == TIMEWAIT and e.until <= now:

@@ -17,10 +17,11 @@ from . import __version__
 from .config import CrawlConfig
 from .coordinator import Coordinator, KernelWorker
 from .crawler import STATUS_FIELDS, RankCrawler, StopFlag
-from .exceptions import AbcError
+from .exceptions import AbcError, ConfigError
 from .exchange import Communicator
 from .metrics import imbalance_pct
 from .ownership import make_assignment
+from .phases import PhaseClock
 from .progress import Progress, format_bytes
 from .scope import Scope, read_seeds
 from .session import atomic_write_bytes, atomic_write_json, save_graph
@@ -38,7 +39,12 @@ def _prepare(cfg: CrawlConfig, ranks: int) -> dict:
     seeds, problems = read_seeds(cfg.seeds, scope)
     for p in problems:
         print(str(p), file=sys.stderr)
-    make_assignment(cfg.assign, ranks, cfg.assign_buckets)   # validate early
+    assignment = make_assignment(cfg.assign, ranks, cfg.assign_buckets)   # validate early
+    if cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level):
+        try:
+            PhaseClock(0, ranks, cfg.n_phases or ranks, cfg.phase_seconds, cfg.phase_guard)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     session_dir = cfg.session_dir or str(Path("sessions") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
     sd = Path(session_dir)
     if (sd / "manifest.json").exists() or (sd / "warc").exists():
@@ -80,6 +86,8 @@ def run_crawl(cfg: CrawlConfig, comm: Communicator | None = None, out=None) -> i
         print(f"abc-crawl: {comm.size} rank(s), {len(prep['seeds'])} seed(s), assignment {assignment.describe()}, "
               f"session {session_dir}", file=out)
     comm.barrier()
+    if crawler.phase_clock is not None:
+        crawler.sync_clock()
     crawler.t0 = time.monotonic()
     t_wall = time.time()
     stopped = crawler.run()
@@ -136,8 +144,9 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         graph_stats["in_degree_hist"] = ks.get("in_degree_hist")
         graph_stats["out_degree_hist"] = ks.get("out_degree_hist")
     per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
-        k: s[k] for k in ("responses", "nodes", "idle_s", "batches", "connections", "robots_fetches",
-                          "duplicates", "max_rss_kb")} for s in summaries]
+        k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "batches", "urls_per_connection",
+                          "connections", "robots_fetches", "duplicates", "slot_cuts", "phases", "clock_offset_s",
+                          "clock_rtt_s", "clock_syncs", "max_rss_kb")} for s in summaries]
     errors: dict[str, int] = {}
     links: dict[str, int] = {}
     oos: dict[str, int] = {}

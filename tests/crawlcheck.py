@@ -183,3 +183,20 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
         served = {h.split(":")[0] for h in manifest["hosts"]}
         assert {r["host"].split(":")[0] for r in rows} <= served
     return {"stats": stats, "metrics": m, "manifest": manifest, "requested": requested, "records": recs}
+
+
+def host_overlaps(rows: list[dict]) -> int:
+    """Pairs of requests to one host from different ranks whose [t_start, t_end] intervals overlap."""
+    by_host: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    for r in rows:
+        by_host[r["host"]].append((r["t_start"], r["t_end"], r["rank"]))
+    n = 0
+    for iv in by_host.values():
+        iv.sort()
+        for i, (s0, e0, r0) in enumerate(iv):
+            for s1, e1, r1 in iv[i + 1:]:
+                if s1 >= e0:
+                    break
+                if r1 != r0:
+                    n += 1
+    return n

@@ -198,11 +198,95 @@ def netloc_for(host: str, port: int) -> str:
 def canonical(href: str, base: str) -> str | None:
     """Canonical form of ``href`` resolved against ``base`` (None if not http(s)).
 
-    Scheme and host lower-cased, default port dropped, empty path -> ``/``,
-    fragment dropped, query arguments sorted.  Enough for the URLs this
-    generator writes (paths in ``[a-z0-9/_.-]``); the crawler uses
-    :mod:`abc_crawler.urls`, which agrees on them.
+    ``base`` must be an absolute http(s) URL.  Scheme and host lower-cased,
+    default port dropped, empty path -> ``/``, dot segments removed, fragment
+    dropped, query arguments sorted.  RFC 3986 resolution, enough for the URLs
+    this generator writes (paths in ``[a-z0-9/_.-]``); the crawler uses
+    :mod:`abc_crawler.urls`, which agrees on them (tested).
     """
+    h = href.strip()
+    cut = h.find("#")
+    if cut >= 0:
+        h = h[:cut]
+    m = _SCHEME.match(h)
+    if m:
+        scheme = m.group(1).lower()
+        if scheme not in ("http", "https"):
+            return None
+        rest = h[m.end():]
+        if not rest.startswith("//"):   # "http:path" (same scheme, relative): rare, be exact
+            return _slow_canonical(href, base)
+        return _assemble(scheme, rest[2:])
+    bscheme, _, brest = base.partition("://")
+    bscheme = bscheme.lower()
+    if h.startswith("//"):
+        return _assemble(bscheme, h[2:])
+    slash = brest.find("/")
+    bnet = brest if slash < 0 else brest[:slash]
+    bpath = "/" if slash < 0 else brest[slash:]
+    bcut = bpath.find("#")
+    if bcut >= 0:
+        bpath = bpath[:bcut]
+    if not h:
+        return _assemble(bscheme, bnet + bpath)
+    if h.startswith("/"):
+        return _assemble(bscheme, bnet + h)
+    bpath_only = bpath.split("?", 1)[0]
+    if h.startswith("?"):
+        return _assemble(bscheme, bnet + bpath_only + h)
+    return _assemble(bscheme, bnet + bpath_only[: bpath_only.rfind("/") + 1] + h)
+
+
+_SCHEME = __import__("re").compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def _remove_dot_segments(path: str) -> str:
+    if "/." not in path:
+        return path
+    out: list[str] = []
+    segs = path.split("/")
+    for i, seg in enumerate(segs[1:], 1):
+        last = i == len(segs) - 1
+        if seg == ".":
+            if last:
+                out.append("")
+        elif seg == "..":
+            if out:
+                out.pop()
+            if last:
+                out.append("")
+        else:
+            out.append(seg)
+    return "/" + "/".join(out)
+
+
+def _assemble(scheme: str, rest: str) -> str:
+    """``scheme://`` + authority/path?query (no fragment) in canonical form."""
+    slash = rest.find("/")
+    q = rest.find("?")
+    if q >= 0 and (slash < 0 or q < slash):
+        slash = q
+    net = (rest if slash < 0 else rest[:slash]).lower()
+    tail = "/" if slash < 0 else rest[slash:]
+    if tail.startswith("?"):
+        tail = "/" + tail
+    if "@" in net:
+        net = net.rsplit("@", 1)[1]
+    host, colon, port = net.rpartition(":")
+    if colon and not host.endswith("]"):
+        if port == "" or port == ("80" if scheme == "http" else "443"):
+            net = host
+    path, qm, query = tail.partition("?")
+    path = _remove_dot_segments(path)
+    if qm and query:
+        pairs = sorted(tuple(x.split("=", 1)) if "=" in x else (x, "") for x in query.split("&") if x)
+        query = "&".join(f"{k}={v}" for k, v in pairs)
+        return f"{scheme}://{net}{path}?{query}" if query else f"{scheme}://{net}{path}"
+    return f"{scheme}://{net}{path}"
+
+
+def _slow_canonical(href: str, base: str) -> str | None:
+    """The same as :func:`canonical` through urllib (reference implementation)."""
     url = urljoin(base, href.strip())
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -212,7 +296,7 @@ def canonical(href: str, base: str) -> str | None:
     port = parts.port
     default = 80 if scheme == "http" else 443
     netloc = host if port in (None, default) else f"{host}:{port}"
-    path = parts.path or "/"
+    path = _remove_dot_segments(parts.path or "/")
     query = parts.query
     if query:
         pairs = sorted(tuple(p.split("=", 1)) if "=" in p else (p, "") for p in query.split("&") if p)
@@ -253,6 +337,7 @@ class _Page:
     body: bytes | None = None
     hrefs: list = field(default_factory=list)  # rendered (href, nofollow) pairs
     dup_of: "_Page | None" = None
+    size: int = 0           # body length once written
 
 
 class _Gen:
@@ -268,6 +353,7 @@ class _Gen:
         self.robots: dict[str, str | None] = {}
         self.dirs: dict[str, list[str]] = {}
         self._parsers: dict = {}
+        self._pool = self.rng.choices(_WORDS, k=1 << 16)
 
     # -- helpers
     def url(self, host: str, path: str) -> str:
@@ -279,7 +365,10 @@ class _Gen:
         return page
 
     def words(self, n: int) -> str:
-        return " ".join(self.rng.choices(_WORDS, k=n))
+        """``n`` random words (a slice of a random word pool: fast and deterministic)."""
+        pool = self._pool
+        off = self.rng.randrange(len(pool) - n)
+        return " ".join(pool[off:off + n])
 
     # -- structure
     def host_sizes(self) -> list[int]:
@@ -299,8 +388,17 @@ class _Gen:
         k, rng = self.k, self.rng
         order = sorted(range(self.n_hosts), key=lambda i: (sizes[i], i))
         delay_hosts = set(order[: k["crawl_delay_hosts"]]) if k["crawl_delay_hosts"] else set()
+        # round(robots_frac * n) hosts get a robots.txt (at least one host without
+        # and one with when 0 < robots_frac < 1), crawl-delay hosts always do
+        n_with = round(k["robots_frac"] * self.n_hosts)
+        if 0 < k["robots_frac"] < 1 and self.n_hosts >= 2:
+            n_with = min(max(n_with, 1), self.n_hosts - 1)
+        shuffled = list(range(self.n_hosts))
+        rng.shuffle(shuffled)
+        shuffled.sort(key=lambda i: i not in delay_hosts)  # stable: delay hosts first
+        with_robots = set(shuffled[: max(n_with, len(delay_hosts))])
         for i, h in enumerate(self.hosts):
-            has = rng.random() < k["robots_frac"] or i in delay_hosts
+            has = i in with_robots
             if not has:
                 self.robots[h] = None
                 continue
@@ -506,9 +604,8 @@ class _Gen:
             if path in (p.path for p in self.pages.values() if p.host == h):
                 continue
             q = add_special(h, path, kind="query", file=f"_q/search-{n + 1}.html")
-            self.host_pages[h].append(q)  # a normal HTML page otherwise
             link_to(q)
-            q.links.append(_Link(rng.choice(self.host_pages[h][:-1] or [q]).url))
+            q.links.append(_Link(random_page(h).url))
 
         # hidden pages: linked only by rel=nofollow links or from meta-nofollow pages
         for n in range(k["hidden_pages"]):
@@ -581,13 +678,13 @@ class _Gen:
             rp = self._parsers[p.host] = Protego.parse(txt)
         return not rp.can_fetch(p.url, USER_AGENT)
 
-    def render_href(self, target: str, base: str) -> str:
+    def render_href(self, target: str, base: str, bsplit: tuple | None = None) -> str:
         rng = self.rng
         frag = f"#sec{rng.randrange(5)}" if rng.random() < 0.1 else ""
         if not self.k["link_forms"]:
             return target + frag
         t_scheme, t_net, t_path = _split(target)
-        b_scheme, b_net, b_path = _split(canonical(base, base))
+        b_scheme, b_net, b_path = bsplit or _split(canonical(base, base))
         r = rng.random()
         port80 = self.port == 80
         if t_net == b_net and t_scheme == b_scheme:
@@ -630,13 +727,16 @@ class _Gen:
             href = head + "?" + "&".join(reversed(q.split("&")))
         return href + frag
 
-    def render_pages(self) -> None:
+    def render_pages(self, sink) -> None:
+        """Render every HTML body; ``sink(page)`` writes it, after which only its size is kept."""
         rng, k = self.rng, self.k
+        keep = {p.dup_of.url for p in self.pages.values() if p.dup_of is not None}
         med, sig, cap = k["page_size_median"], k["page_size_sigma"], k["page_size_max"]
         for p in self.pages.values():
             if p.status != 200 or p.ctype != "text/html" or p.dup_of is not None:
                 continue
             base = canonical(p.base_href, p.url) if p.base_href else p.url
+            bsplit = _split(base)
             target_size = min(cap, int(rng.lognormvariate(math.log(max(med, 1)), sig)))
             head = [
                 "<!DOCTYPE html>",
@@ -656,7 +756,7 @@ class _Gen:
                     parts.append(f"<a href=\"{ln.raw}\">{self.words(2)}</a>")
                     p.hrefs.append((ln.raw, False))
                     continue
-                href = self.render_href(ln.target, base)
+                href = self.render_href(ln.target, base, bsplit)
                 if " " not in href and rng.random() < 0.01:
                     href = f"  {href}\n"
                 shown = href.replace("&", "&amp;")
@@ -676,7 +776,7 @@ class _Gen:
                 else:
                     parts.append(f"<a href=\"{shown}\"{rel}>{anchor}</a>")
                 p.hrefs.append((href, ln.nofollow or p.meta_nofollow))
-            if p.links and rng.random() < 0.05:
+            if p.links and not p.base_href and rng.random() < 0.05:
                 parts.append("<a href=\"#top\">top</a>")
                 p.hrefs.append(("#top", p.meta_nofollow))
             if rng.random() < 0.05:
@@ -694,12 +794,23 @@ class _Gen:
                 body.append(chunk)
                 used += len(chunk) + 1
             p.body = ("\n".join(head + body) + "\n</body></html>\n").encode()
+            p.size = len(p.body)
+            sink(p)
+            if p.url not in keep:
+                p.body = None
         for p in self.pages.values():
             if p.dup_of is not None:
                 p.body = p.dup_of.body
+                p.size = len(p.body)
                 p.hrefs = list(p.dup_of.hrefs)
                 p.meta_nofollow = p.dup_of.meta_nofollow
                 p.base_href = p.dup_of.base_href
+                sink(p)
+        for p in self.pages.values():
+            if p.body is not None and p.size == 0:   # non-HTML resources
+                p.size = len(p.body)
+                sink(p)
+            p.body = None
 
 
 # --------------------------------------------------------------------------- expected
@@ -815,7 +926,23 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
 
     g = _Gen(n_hosts, n_pages, seed, addr, port, k)
     g.build()
-    g.render_pages()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sites = out / "sites"
+    if sites.exists():
+        shutil.rmtree(sites)
+    made_dirs: set = set()
+
+    def sink(p: _Page) -> None:
+        if p.file is None or p.body is None:
+            return
+        f = sites / p.host / p.file
+        if f.parent not in made_dirs:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            made_dirs.add(f.parent)
+        f.write_bytes(p.body)
+
+    g.render_pages(sink)
 
     robots_by_net = {g.netloc[h]: g.robots[h] for h in g.hosts}
     parsers = _robots_parsers(robots_by_net)
@@ -851,7 +978,7 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
             "links": links,
             "nofollow": nof,
             "disallowed": bool(rp is not None and not rp.can_fetch(url, USER_AGENT)),
-            "bytes": len(p.body) if p.body is not None else 0,
+            "bytes": p.size,
         }
     # sanity: every rendered link resolves to the intended target
     for p in g.pages.values():
@@ -936,28 +1063,19 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
     routes_doc = {"format": ROUTES_FORMAT, "static_fallback": False,
                   "hosts": {h: dict(sorted(v.items())) for h, v in routes.items()}}
 
-    # write
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    sites = out / "sites"
-    if sites.exists():
-        shutil.rmtree(sites)
+    # write the rest
     css = b"body { font-family: sans-serif; max-width: 50em; }\n"
     for h in g.hosts:
         hd = sites / h
-        hd.mkdir(parents=True)
+        hd.mkdir(parents=True, exist_ok=True)
         (hd / "style.css").write_bytes(css)
         if g.robots[h] is not None:
             (hd / "robots.txt").write_text(g.robots[h])
-    for p in g.pages.values():
-        if p.file is not None and p.body is not None:
-            f = sites / p.host / p.file
-            f.parent.mkdir(parents=True, exist_ok=True)
-            f.write_bytes(p.body)
-    _write_text(out / "routes.json", json.dumps(routes_doc, indent=1) + "\n")
+    indent = 1 if len(pages) <= 20000 else None   # big webs: compact JSON
+    _write_text(out / "routes.json", json.dumps(routes_doc, indent=indent) + "\n")
     _write_text(out / "seeds.txt", "".join(s + "\n" for s in seeds))
     _write_text(out / "resolve.txt", "".join(r + "\n" for r in resolve))
-    _write_text(out / "manifest.json", json.dumps(manifest, indent=1) + "\n")
+    _write_text(out / "manifest.json", json.dumps(manifest, indent=indent) + "\n")
     return manifest
 
 

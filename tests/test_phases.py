@@ -1,0 +1,97 @@
+"""Phase swapping (KSpider) and the NTP-style clock: pure functions, no MPI."""
+import itertools
+import random
+
+import pytest
+
+from abc_crawler.clock import SharedClock, estimate_offset
+from abc_crawler.frontier import Frontier, IN_LIST, QUEUING
+from abc_crawler.phases import PhaseClock, active_phase, phase_of, slot_bounds, slot_of
+
+
+@pytest.mark.parametrize("ranks,n_phases", [(1, 1), (2, 2), (4, 4), (4, 7), (8, 8), (8, 13)])
+def test_every_rank_on_a_distinct_phase_in_every_slot(ranks, n_phases):
+    for slot in range(3 * n_phases):
+        phases = [active_phase(r, slot, n_phases) for r in range(ranks)]
+        assert len(set(phases)) == ranks
+    # and every rank visits every phase within n_phases slots
+    for r in range(ranks):
+        assert {active_phase(r, t, n_phases) for t in range(n_phases)} == set(range(n_phases))
+
+
+def test_phase_of_is_a_stable_spread_hash():
+    hosts = [f"h{i:03d}.test" for i in range(400)]
+    counts = [0] * 8
+    for h in hosts:
+        counts[phase_of(h, 8)] += 1
+        assert phase_of(h, 8) == phase_of(h, 8)
+    assert min(counts) > 25
+
+
+def test_slots_and_windows():
+    assert slot_of(-0.1, 1.0) == -1 and slot_of(3.0, 1.0) == 3
+    assert slot_bounds(2, 0.5) == (1.0, 1.5)
+    pc = PhaseClock(rank=1, ranks=4, n_phases=4, phase_seconds=2.0, guard=0.1)
+    assert pc.window(10.05) is None                   # guard band at the start of slot 5
+    assert pc.window(10.5) == (active_phase(1, 5, 4), 10.1, 11.9)
+    assert pc.window(11.95) is None                   # guard band at the end
+    assert pc.next_start(10.05) == pytest.approx(10.1)
+    assert pc.next_start(10.5) == pytest.approx(12.1)
+
+
+def test_windows_of_different_ranks_on_one_phase_never_overlap():
+    """For any phase, the usable windows of all ranks are disjoint in time."""
+    ranks, n, T, guard = 4, 5, 1.0, 0.1
+    clocks = [PhaseClock(r, ranks, n, T, guard) for r in range(ranks)]
+    owner_at = {}
+    for k in range(2000):
+        t = k * 0.0137
+        for r, pc in enumerate(clocks):
+            w = pc.window(t)
+            if w is not None:
+                key = (w[0], slot_of(t, T))
+                assert owner_at.setdefault(key, r) == r
+
+
+def test_phase_clock_validates():
+    with pytest.raises(ValueError, match="n-phases .3. must be >= the number of ranks .4."):
+        PhaseClock(0, 4, 3, 1.0, 0.1)
+    with pytest.raises(ValueError, match="phase-guard"):
+        PhaseClock(0, 2, 2, 1.0, 0.5)
+
+
+@pytest.mark.parametrize("true_offset", [0.0, 0.25, -3.5, 1e-3])
+def test_offset_estimate_recovers_injected_offset(true_offset):
+    rng = random.Random(3)
+    samples = []
+    for i in range(8):
+        t0 = 100.0 + i
+        up, down = rng.uniform(1e-4, 5e-3), rng.uniform(1e-4, 5e-3)
+        t1 = t0 + up + true_offset            # rank 0's clock = local + offset
+        t2 = t1 + 1e-5
+        t3 = t2 - true_offset + down
+        samples.append((t0, t1, t2, t3))
+    off, rtt = estimate_offset(samples)
+    best = min(samples, key=lambda s: (s[3] - s[0]) - (s[2] - s[1]))
+    assert rtt == pytest.approx((best[3] - best[0]) - (best[2] - best[1]))
+    assert abs(off - true_offset) <= rtt / 2 + 1e-12
+
+
+def test_estimate_needs_samples_and_clock_update():
+    with pytest.raises(ValueError):
+        estimate_offset([])
+    c = SharedClock(skew=2.0)
+    c.update(-2.0, 0.001)
+    assert abs(c.shared() - (c.local() - 2.0)) < 1e-6 and c.syncs == 1
+
+
+def test_frontier_evict_returns_urls_of_other_phases():
+    f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=1.0)
+    for h in ("a.test", "b.test"):
+        for i in range(2):
+            f.add(f"http://{h}/{i}", h)
+    f.schedule(0.0)
+    assert f.by_host["a.test"].state == QUEUING
+    assert f.evict(lambda host: host == "a.test") == 2
+    assert "a.test" not in f.by_host and f.n_in_list == 2
+    assert [f.states[i] for i in range(2)] == [IN_LIST, IN_LIST]

@@ -1,0 +1,80 @@
+"""Phase swapping proven by the server's own log, at 4 ranks (mpiexec), on a web whose
+hosts' pages are spread over all ranks (URL-hash assignment)."""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+
+import pytest
+
+from crawlcheck import check_session, crawl_cli, generate, host_overlaps, read_log, serve
+
+PHASE_ARGS = ("--phase-seconds", "0.6", "--phase-guard", "0.05", "--batch-urls", "8")
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pweb")
+    generate(d, n_hosts=6, n_pages=360, seed=3)
+    yield d
+
+
+def _crawl(web, tmp_path, name, *args):
+    log = tmp_path / f"{name}.log"
+    session = tmp_path / name
+    with serve(web, log):
+        r = crawl_cli(4, web, session, *args, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    time.sleep(0.1)
+    return session, read_log(log), log
+
+
+def test_phases_on_no_two_ranks_on_one_host_at_once(web, tmp_path):
+    session, rows, log = _crawl(web, tmp_path, "on", *PHASE_ARGS)
+    assert host_overlaps(rows) == 0
+    facts = check_session(web, session, log)
+    per_rank = facts["stats"]["per_rank"]
+    assert all(p["phases"] == 4 for p in per_rank)
+    # the hosts' pages really are spread over the ranks (so the test can fail)
+    g = facts["metrics"]["graph"]
+    from abc_crawler.urls import host_of
+    ranks_of_host = defaultdict(set)
+    for i, u in enumerate(g.urls):
+        if g.url_rank[i] >= 0:
+            ranks_of_host[host_of(u)].add(int(g.url_rank[i]))
+    assert max(len(v) for v in ranks_of_host.values()) == 4
+    # keep-alive: on hosts with >= 20 pages per rank, >= 10 requests per connection on average.
+    # (Each rank needs its own connection to a host, so a host with 20 pages spread over
+    # 4 ranks cannot average 10 per connection; the bound is per rank's share.)
+    by_host = defaultdict(Counter)
+    for r in rows:
+        by_host[r["host"]][r["conn"]] += 1
+    big = [h for h, c in by_host.items() if sum(c.values()) >= 20 * 4]
+    assert big
+    for h in big:
+        c = by_host[h]
+        assert sum(c.values()) / len(c) >= 10, (h, sum(c.values()), len(c))
+
+
+def test_phases_off_the_log_shows_overlaps(web, tmp_path):
+    session, rows, log = _crawl(web, tmp_path, "off", "--phases", "off", "--batch-urls", "8")
+    assert host_overlaps(rows) > 0
+    check_session(web, session, log)
+
+
+def test_injected_clock_offset_is_recovered_and_slots_stay_disjoint(web, tmp_path):
+    session, rows, log = _crawl(web, tmp_path, "skew", *PHASE_ARGS, "--test-clock-skew", "2:0.25")
+    stats = json.loads((session / "stats.json").read_text())
+    est = stats["per_rank"][2]["clock_offset_s"]
+    assert abs(est - (-0.25)) <= 0.005, est
+    assert all(abs(p["clock_offset_s"]) <= 0.005 for p in stats["per_rank"] if p["rank"] != 2)
+    assert host_overlaps(rows) == 0
+    check_session(web, session, log)
+
+
+def test_phases_refused_with_fewer_phases_than_ranks(web, tmp_path):
+    with serve(web):
+        r = crawl_cli(4, web, tmp_path / "bad", "--n-phases", "3", timeout=60)
+    assert r.returncode == 2
+    assert "n-phases (3) must be >= the number of ranks (4)" in r.stderr and "Traceback" not in r.stderr
