@@ -26,7 +26,8 @@ import numpy as np
 from .exceptions import AssignmentError
 from .urls import fingerprint, host_of
 
-__all__ = ["Assignment", "HashAssignment", "SiteHashAssignment", "make_assignment", "hash_bucket_table"]
+__all__ = ["Assignment", "HashAssignment", "SiteHashAssignment", "PartvecAssignment", "make_assignment",
+           "load_partvec_assignment", "hash_bucket_table"]
 
 
 def hash_bucket_table(buckets: int, ranks: int) -> np.ndarray:
@@ -86,10 +87,78 @@ class SiteHashAssignment(Assignment):
         return r
 
 
-def make_assignment(spec: str, ranks: int, buckets: int = 4096) -> Assignment:
-    """Build the assignment named by ``--assign``."""
+class PartvecAssignment(Assignment):
+    """A part vector of an earlier session (``abc-repartition``) decides (DESIGN §4).
+
+    1. a URL in the vector goes to its rank;
+    2. a new URL goes to the rank that holds most of its host's pages in the vector;
+    3. a URL of a host the vector does not know goes to the hash assignment.
+
+    It is a pure function of the URL and the vector file, so every rank computes
+    the same owner; "whoever found it first" is never used.
+    """
+
+    name = "partvec"
+
+    def __init__(self, pv, path: str):
+        super().__init__(pv.K, pv.n_buckets)
+        self.pv = pv
+        self.path = path
+        self.model = pv.model
+        self.site_level = pv.model.startswith("site")
+        self._fp = dict(zip(pv.url_fp.tolist(), pv.url_rank.tolist()))
+        self._host = dict(zip(pv.hosts, pv.host_rank_.tolist()))
+        self.fallback_host = 0
+        self.fallback_hash = 0
+
+    def owner(self, url: str, fp: int | None = None) -> int:
+        if fp is None:
+            fp = fingerprint(url)
+        r = self._fp.get(fp)
+        if r is not None:
+            return r
+        r = self._host.get(host_of(url))
+        if r is not None:
+            return r
+        return self.table[fp % self.buckets]
+
+    def describe(self) -> str:
+        return f"partvec:{self.path}"
+
+
+def load_partvec_assignment(path: str, ranks: int, remap: bool = False) -> PartvecAssignment:
+    """Read a part vector (file, or a session directory holding ``partvec.npz``) for ``ranks`` ranks.
+
+    A vector made for another number of ranks is refused unless ``remap``: then
+    whole parts are merged, or (part, host) groups split, onto the new ranks by
+    greedy bin packing of their bytes and pages (:func:`abc_crawler.partition.partvec.remap`).
+    """
+    from pathlib import Path
+
+    from .partition.partvec import load_partvec, remap as remap_pv
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "partvec.npz"
+    try:
+        pv = load_partvec(p)
+    except FileNotFoundError:
+        raise AssignmentError(f"assign: {p}: no part vector (run abc-repartition on the session first)") from None
+    except ValueError as exc:
+        raise AssignmentError(f"assign: {exc}") from None
+    if pv.K != ranks:
+        if not remap:
+            raise AssignmentError(
+                f"assign: {p} was made for {pv.K} ranks, this crawl has {ranks}; "
+                f"run abc-repartition --parts {ranks}, or pass --remap to map its parts onto {ranks} ranks")
+        pv = remap_pv(pv, ranks)
+    return PartvecAssignment(pv, str(p))
+
+
+def make_assignment(spec: str, ranks: int, buckets: int = 4096, remap: bool = False) -> Assignment:
+    """Build the assignment named by ``--assign``: hash, site-hash, or a part-vector path."""
     if spec == "hash":
         return HashAssignment(ranks, buckets)
     if spec == "site-hash":
         return SiteHashAssignment(ranks, buckets)
-    raise AssignmentError(f"assign: unknown assignment {spec!r} (part vectors come with abc-repartition)")
+    return load_partvec_assignment(spec, ranks, remap)

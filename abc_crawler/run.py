@@ -39,7 +39,7 @@ def _prepare(cfg: CrawlConfig, ranks: int) -> dict:
     seeds, problems = read_seeds(cfg.seeds, scope)
     for p in problems:
         print(str(p), file=sys.stderr)
-    assignment = make_assignment(cfg.assign, ranks, cfg.assign_buckets)   # validate early
+    assignment = make_assignment(cfg.assign, ranks, cfg.assign_buckets, cfg.remap)
     if cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level):
         try:
             PhaseClock(0, ranks, cfg.n_phases or ranks, cfg.phase_seconds, cfg.phase_guard)
@@ -50,7 +50,9 @@ def _prepare(cfg: CrawlConfig, ranks: int) -> dict:
     if (sd / "manifest.json").exists() or (sd / "warc").exists():
         raise AbcError(f"{sd}: session directory already holds a session (choose another --session-dir)")
     sd.mkdir(parents=True, exist_ok=True)
-    return {"scope": scope, "seeds": seeds, "seed_problems": len(problems), "session_dir": str(sd)}
+    # Rank 0 read the assignment (a part vector may exist on its file system only); it is sent to all.
+    return {"scope": scope, "seeds": seeds, "seed_problems": len(problems), "session_dir": str(sd),
+            "assignment": assignment}
 
 
 def run_crawl(cfg: CrawlConfig, comm: Communicator | None = None, out=None) -> int:
@@ -73,7 +75,7 @@ def run_crawl(cfg: CrawlConfig, comm: Communicator | None = None, out=None) -> i
             print(f"abc-crawl: {prep}", file=sys.stderr)
         return 2
     session_dir = prep["session_dir"]
-    assignment = make_assignment(cfg.assign, comm.size, cfg.assign_buckets)
+    assignment = prep["assignment"]
     progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out) if comm.rank == 0 else None
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress)
     hostnames = comm.gather(platform.node())

@@ -104,7 +104,7 @@ def recompute_metrics(session: Path) -> dict:
     g = load_graph(session)
     manifest = json.loads((session / "manifest.json").read_text())
     cfg = manifest["config"]
-    assign = make_assignment(cfg["assign"], g.ranks, cfg["assign_buckets"])
+    assign = make_assignment(cfg["assign"], g.ranks, cfg["assign_buckets"], cfg.get("remap", False))
     owners = np.array([assign.owner(u) if u else -1 for u in g.urls], dtype=np.int64)
     req = g.url_rank >= 0
     src, dst = g.link_src, g.link_dst

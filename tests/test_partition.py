@@ -355,6 +355,7 @@ def test_remap(syn):
     assert all(len(set(new[old == k])) == 1 for k in range(K))  # parts stay whole
     m3 = predict(syn, pv3.owners_of_graph(syn), 3)
     assert m3["cut_page_graph"] <= m8["cut_page_graph"]
+    assert m3["km1_page_hypergraph"] <= m8["km1_page_hypergraph"]
     assert m3["request_pct"] < 40 and m3["storage_pct"] < 40
     # more ranks: (part, host) groups packed onto all new ranks
     pv16 = remap(pv, 16)
@@ -388,3 +389,18 @@ def test_exports_read_back(tmp_path, syn):
 def test_doctests(mod):
     res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert res.failed == 0
+
+
+def test_metis_printout_is_captured(monkeypatch):
+    import ctypes
+
+    monkeypatch.setattr(sys, "stdout", sys.__stdout__)
+    buf: list = []
+    with metis._c_stdout_to(buf):
+        libc = ctypes.CDLL(None)
+        libc.printf(b"***Cannot bisect\n")
+    assert buf == ["***Cannot bisect\n"]
+
+
+def test_metis_header_says_32_bit():
+    assert metis.header_widths(metis.find_libmetis()) == (32, 32)
