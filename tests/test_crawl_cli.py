@@ -188,3 +188,20 @@ def test_signal_to_one_rank_stops_all_and_leaves_a_complete_session(tmp_path, si
     manifest_web = json.loads((d / "manifest.json").read_text())
     assert 0 < stats["requests"] < len(manifest_web["expected"]["requested"])
     check_session(d, session, complete=False)
+
+
+def test_time_limit_stops_all_ranks_with_a_complete_session(tmp_path):
+    d = tmp_path / "web"
+    generate(d, n_hosts=4, n_pages=400, seed=12)
+    session = tmp_path / "tl"
+    with serve(d):
+        t0 = time.monotonic()
+        r = crawl_cli(2, d, session, "--time-limit", "1.5", "--politeness-delay", "0.3", "--batch-urls", "2", "--phases", "off",
+                      "--no-stats", timeout=120)
+        elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads((session / "manifest.json").read_text())["stopped"] == "time-limit"
+    stats = json.loads((session / "stats.json").read_text())
+    assert 0 < stats["requests"] < len(json.loads((d / "manifest.json").read_text())["expected"]["requested"])
+    assert elapsed < 1.5 + 15          # limit + one request timeout + start-up
+    check_session(d, session, complete=False)

@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -119,6 +118,28 @@ def test_expected_sets_are_consistent(web):
     assert non_html
     locs = {p["location"] for p in pages.values() if p["location"]}
     assert "file:///etc/passwd" in locs and any(x.startswith("ftp://") for x in locs)
+
+
+def test_canonical_agrees_with_urllib_and_the_crawler():
+    import itertools
+
+    from abc_crawler.testweb.generator import _slow_canonical
+
+    try:
+        from abc_crawler.urls import canonicalize
+    except ImportError:  # pragma: no cover
+        canonicalize = None
+    bases = ["http://h.test:81/a/b/c.html", "http://h.test/a/", "http://h.test/", "http://h.test/x.html?b=1&a=2",
+             "https://H.test:443/a/b"]
+    hrefs = ["", "#x", "?z=1&a=2", "p.html", "./p.html", "../p.html", "../../../../p.html", "../", "./", "..", ".",
+             "/", "/a/./b/../c.html", "//H2.TEST:80/x", "//h2.test", "http://H2.Test:80", "https://h3.test:443/",
+             "HTTP://h2.test:8080/a/../b?y=2&x=1#f", "mailto:x@y", "javascript:void(0)", "ftp://x/y",
+             " p.html\n", "a/b/..", "a/b/.", "/d1/p3.html?page=2&q=crawl", "http://h.test:81?x=1", "file:///etc/passwd"]
+    for base, href in itertools.product(bases, hrefs):
+        got = canonical(href, base)
+        assert got == _slow_canonical(href, base), (href, base)
+        if canonicalize is not None:
+            assert got == canonicalize(href, base), (href, base)
 
 
 def test_duplicates_are_byte_identical(web):
@@ -364,7 +385,7 @@ def test_access_log_fields_and_connection_ids(web, tmp_path):
         request(c2, h0, "/", method="HEAD", headers={"X-ABC-Rank": "junk"})
         c1.close()
         c2.close()
-        t_stop = time.time()
+    t_stop = time.time()
     rows = read_log(log)   # readable right after the server stopped
     assert len(rows) == 5
     for r in rows:

@@ -5,7 +5,7 @@
     abc-testweb generate OUT [--hosts N] [--pages N] [--seed S] [--addr A] [--port P] [--plain]
     abc-testweb serve DIR [--access-log F] [--max-seconds T] [--ready-file F] [--addr A] [--port P]
     abc-testweb exec DIR [--access-log F] [--max-seconds T] -- CMD ARGS...
-    abc-testweb bench DIR [--connections N] [--seconds T]
+    abc-testweb bench DIR [--connections N] [--seconds T] [--access-log F] [--uvloop]
 
 ``generate`` writes a synthetic web (see :mod:`.generator`); ``--port 0`` (the
 default) picks a free port on ``--addr`` and bakes it into the web.  ``--plain``
@@ -201,6 +201,8 @@ def _cmd_bench(a) -> int:
                "--max-seconds", str(a.seconds + 30)]
         if a.uvloop:
             cmd.append("--uvloop")
+        if a.access_log:
+            cmd += ["--access-log", a.access_log]
         server = subprocess.Popen(cmd)
         try:
             deadline = time.time() + 10
@@ -335,6 +337,7 @@ def _build_parser() -> argparse.ArgumentParser:
     b.add_argument("--connections", type=int, default=64)
     b.add_argument("--seconds", type=float, default=5.0)
     b.add_argument("--uvloop", action="store_true")
+    b.add_argument("--access-log", help="let the server write this access log")
     b.set_defaults(func=_cmd_bench)
     return p
 

@@ -116,6 +116,7 @@ import math
 import os
 import posixpath
 import random
+import re
 import shutil
 from collections import deque
 from dataclasses import dataclass, field
@@ -237,7 +238,7 @@ def canonical(href: str, base: str) -> str | None:
     return _assemble(bscheme, bnet + bpath_only[: bpath_only.rfind("/") + 1] + h)
 
 
-_SCHEME = __import__("re").compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 def _remove_dot_segments(path: str) -> str:
@@ -785,12 +786,11 @@ class _Gen:
             used = sum(map(len, head)) + 20
             i = 0
             while i < len(parts) or used < target_size:
-                text = self.words(rng.randint(8, 30))
                 if i < len(parts):
-                    chunk = f"<p>{text} {parts[i]} {self.words(3)}</p>"
+                    chunk = f"<p>{self.words(rng.randint(8, 30))} {parts[i]} {self.words(3)}</p>"
                     i += 1
                 else:
-                    chunk = f"<p>{text}</p>"
+                    chunk = f"<p>{self.words(rng.randint(40, 160))}</p>"
                 body.append(chunk)
                 used += len(chunk) + 1
             p.body = ("\n".join(head + body) + "\n</body></html>\n").encode()

@@ -75,14 +75,17 @@ class ServerError(RuntimeError):
     """The server cannot start (bad web directory, address in use, ...)."""
 
 
-def check_loopback(addr: str) -> None:
-    """Raise :class:`ServerError` unless ``addr`` is an IPv4 loopback address."""
+def check_loopback(addr: str) -> str:
+    """``addr`` if it is an IPv4 loopback address ("localhost": 127.0.0.1), else :class:`ServerError`."""
+    if addr == "localhost":
+        return "127.0.0.1"
     try:
         ip = ipaddress.ip_address(addr)
     except ValueError:
         raise ServerError(f"address {addr!r} is not an IPv4 address") from None
     if ip.version != 4 or not ip.is_loopback:
         raise ServerError(f"address {addr} is not on loopback (127.0.0.0/8)")
+    return addr
 
 
 def _status_body(status: int) -> bytes:
@@ -243,7 +246,7 @@ class _Core:
         self.date = b"Date: " + email.utils.formatdate(usegmt=True).encode() + b"\r\n"
         now = time.monotonic()
         for c in list(self.conns):
-            if not c.busy() and now - c.last > self.idle_timeout:
+            if now - c.last > self.idle_timeout:   # no byte read or written for that long
                 c.transport.close()
         if self.log:
             self.log.flush()
@@ -311,9 +314,6 @@ class _Conn(asyncio.Protocol):
         self.nreq = 0
         self.discard = 0          # request body bytes still to skip
 
-    def busy(self) -> bool:
-        return bool(self.buf) or self.paused
-
     def connection_made(self, transport) -> None:
         self.transport = transport
         core = self.core
@@ -341,6 +341,7 @@ class _Conn(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.paused = False
+        self.last = time.monotonic()
         if self.pending:
             self._flush_pending()
         if self.buf and not self.closing:
@@ -513,9 +514,8 @@ class TestWebServer:
     def __init__(self, web_dir, addr: str = "127.0.0.1", port: int = 0, access_log=None, *,
                  max_seconds: float | None = None, idle_timeout: float = 60.0,
                  cache_bytes: int = 256 << 20, use_uvloop: bool = False):
-        check_loopback(addr)
+        self.addr = check_loopback(addr)
         self.web_dir = Path(web_dir)
-        self.addr = addr
         self.port = int(port)
         self.access_log = access_log
         self.max_seconds = max_seconds
@@ -628,7 +628,7 @@ def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: f
     """
     import signal
 
-    check_loopback(addr)
+    addr = check_loopback(addr)
     site = WebSite(web_dir, cache_bytes)
     loop = _new_loop(use_uvloop)
     asyncio.set_event_loop(loop)
