@@ -41,12 +41,14 @@ def generate(out: Path, **kw) -> dict:
 
 
 @contextlib.contextmanager
-def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600):
+def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600, latency: float = 0.0):
     """Run ``abc-testweb serve`` in a subprocess (its own core) for the duration of the block."""
     ready = web_dir / f".ready-{os.getpid()}-{time.monotonic_ns()}"
     cmd = [str(BIN / "abc-testweb"), "serve", str(web_dir), "--max-seconds", str(max_seconds), "--ready-file", str(ready)]
     if log is not None:
         cmd += ["--access-log", str(log)]
+    if latency:
+        cmd += ["--latency", str(latency)]
     proc = subprocess.Popen(cmd)
     try:
         deadline = time.monotonic() + 20

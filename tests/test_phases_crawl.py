@@ -23,7 +23,8 @@ def web(tmp_path_factory):
 def _crawl(web, tmp_path, name, *args):
     log = tmp_path / f"{name}.log"
     session = tmp_path / name
-    with serve(web, log):
+    # 3 ms per response: requests take time, so concurrent ones really overlap in the log
+    with serve(web, log, latency=0.003):
         r = crawl_cli(4, web, session, *args, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     time.sleep(0.1)

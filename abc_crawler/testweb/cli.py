@@ -114,7 +114,7 @@ def _cmd_serve(a) -> int:
     addr, port = _addr_port(a, need_manifest=False)
     try:
         run_server(a.dir, addr, port, a.access_log, max_seconds=a.max_seconds, ready_file=a.ready_file,
-                   idle_timeout=a.idle_timeout, use_uvloop=a.uvloop)
+                   idle_timeout=a.idle_timeout, use_uvloop=a.uvloop, latency=a.latency)
     except ServerError as exc:
         raise _Fail(f"serve: {exc}") from None
     except OSError as exc:
@@ -322,6 +322,8 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--addr", default=None, help="default: the manifest's")
     s.add_argument("--port", type=int, default=None, help="default: the manifest's")
     s.add_argument("--idle-timeout", type=float, default=60.0)
+    s.add_argument("--latency", type=float, default=0.0,
+                   help="seconds every response is held back, like a server that takes time (default 0)")
     s.add_argument("--uvloop", action="store_true", help="use uvloop if installed")
     s.set_defaults(func=_cmd_serve)
 

@@ -228,8 +228,10 @@ class WebSite:
 class _Core:
     """The server proper; runs inside one asyncio event loop."""
 
-    def __init__(self, site: WebSite, addr: str, port: int, access_log=None, idle_timeout: float = 60.0):
+    def __init__(self, site: WebSite, addr: str, port: int, access_log=None, idle_timeout: float = 60.0,
+                 latency: float = 0.0):
         self.site = site
+        self.latency = latency     # seconds every response is held back (a server that takes time)
         self.addr, self.port = addr, port
         self.idle_timeout = idle_timeout
         self.log_path = access_log
@@ -300,7 +302,7 @@ class _Core:
 
 class _Conn(asyncio.Protocol):
     __slots__ = ("core", "transport", "cid", "buf", "t0", "last", "paused", "pending", "closing",
-                 "nreq", "discard")
+                 "nreq", "discard", "waiting")
 
     def __init__(self, core: _Core):
         self.core = core
@@ -313,6 +315,7 @@ class _Conn(asyncio.Protocol):
         self.closing = False
         self.nreq = 0
         self.discard = 0          # request body bytes still to skip
+        self.waiting = False      # a response is being held back (latency)
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -344,7 +347,7 @@ class _Conn(asyncio.Protocol):
         self.last = time.monotonic()
         if self.pending:
             self._flush_pending()
-        if self.buf and not self.closing:
+        if self.buf and not self.closing and not self.waiting:
             self._process()
 
     def _flush_pending(self) -> None:
@@ -367,12 +370,12 @@ class _Conn(asyncio.Protocol):
             if not data:
                 return
         self.buf += data
-        if not self.paused:
+        if not self.paused and not self.waiting:
             self._process()
 
     def _process(self) -> None:
         buf = self.buf
-        while buf and not self.paused and not self.closing:
+        while buf and not self.paused and not self.waiting and not self.closing:
             while buf[:2] == b"\r\n":
                 del buf[:2]
             end = buf.find(b"\r\n\r\n")
@@ -468,7 +471,24 @@ class _Conn(asyncio.Protocol):
         status, rhead, body = self.core.site.respond(hs, target)
         if method == "HEAD":
             body = b""
+        if self.core.latency > 0:
+            # hold the response back; this connection reads no further request meanwhile
+            self.waiting = True
+            asyncio.get_running_loop().call_later(self.core.latency, self._delayed, self.t0,
+                                                  (status, rhead, body, keep, method, hs, target, rank))
+            return
         self._send(status, rhead, body, keep, method, hs, target, rank)
+
+    def _delayed(self, t0: float, args: tuple) -> None:
+        self.waiting = False
+        if self.closing:
+            return
+        self.t0 = t0
+        self._send(*args)
+        if self.buf and not self.closing:
+            self.t0 = time.time()
+            if not self.paused:
+                self._process()
 
     def _send(self, status, rhead, body, keep, method, host, target, rank) -> None:
         core = self.core
@@ -513,8 +533,9 @@ class TestWebServer:
 
     def __init__(self, web_dir, addr: str = "127.0.0.1", port: int = 0, access_log=None, *,
                  max_seconds: float | None = None, idle_timeout: float = 60.0,
-                 cache_bytes: int = 256 << 20, use_uvloop: bool = False):
+                 cache_bytes: int = 256 << 20, use_uvloop: bool = False, latency: float = 0.0):
         self.addr = check_loopback(addr)
+        self.latency = latency
         self.web_dir = Path(web_dir)
         self.port = int(port)
         self.access_log = access_log
@@ -551,7 +572,7 @@ class TestWebServer:
             loop = _new_loop(self.use_uvloop)
             self._loop = loop
             asyncio.set_event_loop(loop)
-            core = _Core(site, self.addr, self.port, self.access_log, self.idle_timeout)
+            core = _Core(site, self.addr, self.port, self.access_log, self.idle_timeout, self.latency)
             try:
                 loop.run_until_complete(core.start())
             except BaseException as exc:  # noqa: BLE001 - reported to the caller
@@ -620,7 +641,7 @@ class TestWebServer:
 
 def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: float | None = 3600.0,
                ready_file=None, idle_timeout: float = 60.0, use_uvloop: bool = False,
-               cache_bytes: int = 256 << 20) -> None:
+               cache_bytes: int = 256 << 20, latency: float = 0.0) -> None:
     """Serve in the calling thread until SIGINT/SIGTERM or ``max_seconds``.
 
     ``ready_file`` is written (atomically, JSON ``{"addr", "port", "pid"}``)
@@ -632,7 +653,7 @@ def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: f
     site = WebSite(web_dir, cache_bytes)
     loop = _new_loop(use_uvloop)
     asyncio.set_event_loop(loop)
-    core = _Core(site, addr, port, access_log, idle_timeout)
+    core = _Core(site, addr, port, access_log, idle_timeout, latency)
     try:
         loop.run_until_complete(core.start())
         for sig in (signal.SIGINT, signal.SIGTERM):
