@@ -77,12 +77,14 @@ def test_offset_estimate_recovers_injected_offset(true_offset):
     assert abs(off - true_offset) <= rtt / 2 + 1e-12
 
 
-def test_estimate_needs_samples_and_clock_update():
+def test_estimate_needs_samples_and_clock_update(monkeypatch):
     with pytest.raises(ValueError):
         estimate_offset([])
+    monkeypatch.setattr("abc_crawler.clock.time.time", lambda: 1000.0)
     c = SharedClock(skew=2.0)
+    assert c.local() == 1002.0 and c.shared() == 1002.0
     c.update(-2.0, 0.001)
-    assert abs(c.shared() - (c.local() - 2.0)) < 1e-6 and c.syncs == 1
+    assert c.shared() == 1000.0 and c.syncs == 1 and c.rtt == 0.001
 
 
 def test_frontier_evict_returns_urls_of_other_phases():
