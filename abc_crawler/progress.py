@@ -43,7 +43,7 @@ class Progress:
         elif coordinator is not None:
             stats = f" | graph {coordinator.n_nodes} nodes"
         line = (f"[{now - self.t0:7.1f}s] step {step:5d} | {g['requests']} req ({rate:.0f}/s), {g['pages_ok']} ok, "
-                f"{g['failed']} failed, {format_bytes(g['bytes'])} | frontier {g['frontier']} | "
+                f"{g['failed']} failed, {g['errors']} errors, {format_bytes(g['bytes'])} | frontier {g['frontier']} | "
                 f"exchange MV {format_bytes(g['volume'])}{stats}")
         if self.tty:
             self.stream.write("\r\x1b[2K" + line)
