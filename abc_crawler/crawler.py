@@ -35,6 +35,7 @@ from .coordinator import Coordinator, Report, encode_report
 from .exchange import Communicator
 from .fetcher import Fetcher, Response
 from .frontier import Element, Frontier
+from .limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, InflateError, inflate, retry_delay, trap_reason
 from .ownership import Assignment
 from .parser import extract_links
 from .phases import PhaseClock
@@ -101,6 +102,7 @@ class RankCounters:
     robots_fetches: int = 0
     batches: int = 0
     slot_cuts: int = 0            # requests cut at a slot end and put back
+    retries: int = 0
     errors: Counter = field(default_factory=Counter)
     links: Counter = field(default_factory=Counter)
     out_of_scope_hosts: Counter = field(default_factory=Counter)
@@ -158,6 +160,14 @@ class RankCrawler:
             n = cfg.n_phases or self.size
             self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard)
         self._window: tuple[int, float, float] | None = None
+        # limits and failure state (BUbiNG-style: host state, not exceptions)
+        self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL
+        self.attempts: dict[int, int] = {}        # URL index -> retries so far
+        self.host_fail: Counter = Counter()       # consecutive transport failures per host
+        self.dead_hosts: set[str] = set()
+        self.host_admitted: Counter = Counter()
+        k = 1 if assignment.site_level else self.size
+        self.host_cap = -(-cfg.max_pages_per_host // k)
 
     # -- classification ------------------------------------------------------
     def _links_of(self, page_url: str, base: str | None, hrefs: list[str]) -> list[str]:
@@ -169,6 +179,10 @@ class RankCrawler:
             base_url = page_url
         if base_url is None:
             base_url = page_url
+        cfg = self.cfg
+        if len(hrefs) > cfg.max_links_per_page:
+            links["over_page_limit"] += len(hrefs) - cfg.max_links_per_page
+            hrefs = hrefs[:cfg.max_links_per_page]
         out: dict[str, None] = {}
         for href in hrefs:
             try:
@@ -184,11 +198,19 @@ class RankCrawler:
                 links["out_of_scope"] += 1
                 self.c.out_of_scope_hosts[host] += 1
                 continue
+            trap = trap_reason(url, max_length=cfg.max_url_length, max_depth=cfg.max_path_depth,
+                               max_repeats=cfg.max_segment_repeats)
+            if trap is not None:
+                links[trap] += 1
+                continue
             out[url] = None
         return list(out)
 
-    def _route(self, src_fp: int | None, urls: list[str]) -> None:
-        """Owner, MV, URL-seen test, frontier or outbox, report to rank 0."""
+    def _route(self, src_fp: int | None, urls: list[str], hops: int = 0) -> None:
+        """Owner, MV, URL-seen test, frontier or outbox, report to rank 0.
+
+        ``hops`` > 0 marks the targets of a redirect chain (carried to the owner).
+        """
         rep = self.report
         me = self.rank
         own = self.assign.owner
@@ -211,10 +233,9 @@ class RankCrawler:
                 continue
             self.seen.add(fp)
             if r == me:
-                self.frontier.add(url, host_of(url))
-                self._dirty = True
+                self._admit_local(url, fp, hops)
             else:
-                self.outbox[r].append(url)
+                self.outbox[r].append(url if not hops else f"{url}\t{hops}")
         self.c.messages_thesis += len(remote)
         self.c.links["followed"] += len(urls)
 
@@ -222,19 +243,31 @@ class RankCrawler:
         mine = [u for u in self.seeds if self.assign.owner(u) == self.rank]
         self._route(None, mine)
 
+    def _admit_local(self, url: str, fp: int, hops: int) -> None:
+        """Put a new URL of ours into URLStates (within the per-host limit)."""
+        host = host_of(url)
+        if self.host_admitted[host] >= self.host_cap:
+            self.c.links["over_host_limit"] += 1
+            return
+        self.host_admitted[host] += 1
+        if hops:
+            self.hops[fp] = hops
+        self.frontier.add(url, host)
+        self._dirty = True
+
     def receive(self, data: bytes) -> None:
-        """URLs another rank found for us."""
+        """URLs another rank found for us (lines ``URL`` or ``URL\tHOPS``)."""
         if not data:
             return
-        for url in data.decode().split("\n"):
-            if not url:
+        for line in data.decode().split("\n"):
+            if not line:
                 continue
+            url, _, h = line.partition("\t")
             fp = fingerprint(url)
             if fp in self.seen:
                 continue
             self.seen.add(fp)
-            self.frontier.add(url, host_of(url))
-            self._dirty = True
+            self._admit_local(url, fp, int(h) if h else 0)
 
     # -- fetching ------------------------------------------------------------
     def _may_request(self) -> bool:
@@ -306,10 +339,11 @@ class RankCrawler:
             self._dirty = True
             return
         b.deadline = None if limit is None else self.clock.shared() + limit
-        if h.state == "dead":
+        if h.state == "dead" or host in self.dead_hosts:
+            kind = "host_unreachable" if host in self.dead_hosts else "robots_unavailable"
             for idx in b.todo:
                 self.frontier.complete(idx, stalled=True)
-                self.c.errors["robots_unavailable"] += 1
+                self.c.errors[kind] += 1
             b.todo = []
         elif self.robots.needs_fetch(host, now):
             url0 = self.frontier.urls[b.todo[0]] if b.todo else None
@@ -375,6 +409,27 @@ class RankCrawler:
             self.frontier.release(idx)
             self._advance(b, now)
             return
+        if r.error is not None:
+            self.host_fail[host] += 1
+        else:
+            self.host_fail.pop(host, None)
+        retryable = (r.error in RETRYABLE_ERRORS) or (r.error is None and r.status in RETRYABLE_STATUS)
+        if retryable and self.host_fail[host] >= self.cfg.host_max_failures:
+            self.dead_hosts.add(host)      # the host is given up; its other URLs are counted, not fetched
+        elif retryable and self.attempts.get(idx, 0) < self.cfg.max_retries:
+            n = self.attempts[idx] = self.attempts.get(idx, 0) + 1
+            self.c.retries += 1
+            self.c.errors[f"retried_{r.error or r.status}"] += 1
+            delay = retry_delay(n, r.header("retry-after") if r.error is None else None,
+                                self.cfg.retry_backoff_seconds, 60.0)
+            self.frontier.release(idx)
+            for j in b.todo:               # the host rests: the rest of the batch waits too
+                self.frontier.release(j)
+            b.todo = []
+            self.frontier.blocked_until[host] = now + delay
+            self._advance(b, now)
+            return
+        self.attempts.pop(idx, None)
         self.frontier.complete(idx)
         self._process_page(r)
         delay = self.robots.get(host).crawl_delay
@@ -383,59 +438,79 @@ class RankCrawler:
             self._advance(b, now)
 
     def _process_page(self, r: Response) -> None:
+        """Record a final response: WARC, report to rank 0, links into the crawl.
+
+        Never raises for a bad page: an unexpected error is counted by kind
+        (``internal_<Exception>``) and the crawl goes on.
+        """
         c = self.c
         c.responses += 1
         self.step_responses += 1
         fp = fingerprint(r.url)
+        try:
+            status, nbytes, is_node, links, hops = self._page_outcome(r, fp)
+        except Exception as exc:  # a crawler must not die on a page
+            c.errors[f"internal_{type(exc).__name__}"] += 1
+            status, nbytes, is_node, links, hops = (r.status or -1), len(r.body), False, [], 0
         rep = self.report
         rep.page_fp.append(fp)
         if fp not in self.reported:
             self.reported.add(fp)
             rep.new_fp.append(fp)
             rep.new_urls.append(r.url)
+        rep.page_status.append(status)
+        rep.page_bytes.append(nbytes)
+        rep.page_node.append(is_node)
+        self._route(fp, links, hops)
+
+    def _page_outcome(self, r: Response, fp: int) -> tuple[int, int, bool, list[str], int]:
+        """(status, body bytes, is node, links, redirect hops) of a final response."""
+        c = self.c
         if r.error is not None:
             c.pages_failed += 1
             c.errors[r.error] += 1
-            rep.page_status.append(-1)
-            rep.page_bytes.append(0)
-            rep.page_node.append(False)
-            return
+            self.hops.pop(fp, None)
+            return -1, 0, False, [], 0
         nbytes = len(r.body)
         c.bytes += nbytes
         if self.warc.write(r):
             c.duplicates += 1
-        rep.page_status.append(r.status)
-        rep.page_bytes.append(nbytes)
-        is_node = False
-        links: list[str] = []
+        hops_in = self.hops.pop(fp, 0)
         if 300 <= r.status < 400:
             c.pages_redirected += 1
             loc = r.header("location")
-            if loc:
-                if scheme_of(loc) not in ("", "http", "https"):
-                    c.links["redirect_bad_scheme"] += 1
-                    c.errors["redirect_unsupported_scheme"] += 1
-                links = self._links_of(r.url, None, [loc]) if loc else []
-        elif r.status == 200:
+            if not loc:
+                return r.status, nbytes, False, [], 0
+            if scheme_of(loc) not in ("", "http", "https"):
+                c.links["redirect_bad_scheme"] += 1
+                c.errors["redirect_unsupported_scheme"] += 1
+            if hops_in + 1 > self.cfg.max_redirects:
+                c.errors["redirect_limit"] += 1
+                return r.status, nbytes, False, [], 0
+            return r.status, nbytes, False, self._links_of(r.url, None, [loc]), hops_in + 1
+        if r.status == 200:
             c.pages_ok += 1
-            if r.content_type == "text/html":
-                parsed = extract_links(r.body)
-                if parsed.ok:
-                    is_node = True
-                    c.nodes += 1
-                    c.links["nofollow"] += len(parsed.nofollow)
-                    links = self._links_of(r.url, parsed.base, parsed.links)
-                else:
-                    c.errors["unparsable_html"] += 1
-            else:
+            if r.content_type != "text/html":
                 c.links["not_html_pages"] += 1
-        elif r.status >= 400:
+                return r.status, nbytes, False, [], 0
+            try:
+                body = inflate(r.body, r.header("content-encoding"), self.cfg.max_inflated_bytes)
+            except InflateError as exc:
+                c.errors[exc.kind] += 1
+                return r.status, nbytes, False, [], 0
+            parsed = extract_links(body)
+            if not parsed.ok:
+                c.errors["unparsable_html"] += 1
+                return r.status, nbytes, False, [], 0
+            c.nodes += 1
+            c.links["nofollow"] += len(parsed.nofollow)
+            return r.status, nbytes, True, self._links_of(r.url, parsed.base, parsed.links), 0
+        if r.status >= 400:
             c.pages_failed += 1
             c.errors[f"http_{r.status // 100}xx"] += 1
         else:
             c.pages_other += 1
-        rep.page_node.append(is_node)
-        self._route(fp, links)
+        return r.status, nbytes, False, [], 0
 
     def drive(self, wait: float) -> None:
         """One turn of the fetch loop; sleeps at most ``wait`` seconds when there is nothing to do."""
@@ -616,7 +691,8 @@ class RankCrawler:
             "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
             "robots_fetches": self.robots.fetches, "batches": c.batches,
             "urls_per_connection": round(c.requests / self.fetcher.connections, 2) if self.fetcher.connections else 0.0,
-            "idle_phase_s": round(self.idle_phase_s, 3), "slot_cuts": c.slot_cuts,
+            "idle_phase_s": round(self.idle_phase_s, 3), "slot_cuts": c.slot_cuts, "retries": c.retries,
+            "dead_hosts": sorted(self.dead_hosts),
             "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
             "phases": self.phase_clock.n_phases if self.phase_clock is not None else 0,
             "connections": self.fetcher.connections, "idle_s": round(self.idle_s, 3),
