@@ -25,6 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("seeds", nargs="?", help="seeds file: one URL per line; blank lines and # comments are skipped")
     p.add_argument("--config", metavar="FILE", help="TOML file with any of the settings below (flags win)")
+    p.add_argument("--resume", metavar="SESSION",
+                   help="continue a crawl that was killed or stopped, from its newest checkpoint (same number of ranks; "
+                        "its settings are reused, flags given now win)")
     for s in SETTINGS:
         flag = "--" + s.name.replace("_", "-")
         default = "" if s.default is None else f" (default: {s.default})"
@@ -49,15 +52,22 @@ def crawl_main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     values = vars(args)
     toml_path = values.pop("config")
-    try:
-        cfg = CrawlConfig.build(values, toml_path)
-    except AbcError as exc:
-        if _is_rank0():
-            print(f"abc-crawl: {exc}", file=sys.stderr)
-        return 2
+    resume = values.pop("resume")
+    cfg = None
+    if resume is None:
+        try:
+            cfg = CrawlConfig.build(values, toml_path)
+        except AbcError as exc:
+            if _is_rank0():
+                print(f"abc-crawl: {exc}", file=sys.stderr)
+            return 2
+    else:
+        values.pop("seeds")
     from .run import run_crawl   # imports MPI: only after the arguments are known to be good
 
     try:
+        if resume is not None:
+            return run_crawl(None, resume=resume, overrides=values)
         return run_crawl(cfg)
     except AbcError as exc:
         print(f"abc-crawl: {exc}", file=sys.stderr)

@@ -79,6 +79,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("phase_guard", float, 0.1, "unused seconds at both ends of a slot (covers clock error); requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),
     Setting("test_clock_skew", str, None, "test hook RANK:SECONDS: shift one rank's clock to check clock alignment"),
+    Setting("checkpoint_seconds", float, 10.0, "seconds between checkpoints (0: none); abc-crawl --resume SESSION continues from the newest", 0.0),
     Setting("stats", bool, True, "run the live graph-statistics kernels on rank 0"),
     Setting("stats_max_pages", int, 20_000, "cap of the kernels' graph (APSD/SCC use O(n^2) memory)", 1),
     Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
+from .checkpoint import Journal, load_checkpoint, save_checkpoint
 from .clock import SharedClock, estimate_offset
 from .config import CrawlConfig
 from .coordinator import Coordinator, Report, encode_report
@@ -48,7 +49,7 @@ __all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS"]
 
 # The status vector summed over ranks at every exchange.
 STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
-                 "volume", "outbox", "errors", "clock_due")
+                 "volume", "outbox", "errors", "clock_due", "checkpoint_due")
 _S = {name: i for i, name in enumerate(STATUS_FIELDS)}
 
 
@@ -168,6 +169,11 @@ class RankCrawler:
         self.host_admitted: Counter = Counter()
         k = 1 if assignment.site_level else self.size
         self.host_cap = -(-cfg.max_pages_per_host // k)
+        self.session_dir = session_dir
+        self.journal: Journal | None = None       # rank 0: every superstep's reports
+        self._last_ckpt = time.monotonic()
+        self.cpu_before = 0.0                     # CPU seconds of earlier runs (after --resume)
+        self.resumed_from: int | None = None
 
     # -- classification ------------------------------------------------------
     def _links_of(self, page_url: str, base: str | None, hrefs: list[str]) -> list[str]:
@@ -570,6 +576,8 @@ class RankCrawler:
         st[_S["errors"]] = sum(c.errors.values())
         if self.rank == 0 and self.phase_clock is not None:
             st[_S["clock_due"]] = int(time.monotonic() - self._last_sync >= self.cfg.clock_refresh_seconds)
+        if self.rank == 0 and self.cfg.checkpoint_seconds > 0:
+            st[_S["checkpoint_due"]] = int(time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_seconds)
         return st
 
     def _payloads(self) -> list[bytes]:
@@ -609,7 +617,8 @@ class RankCrawler:
     def run(self) -> str:
         """Crawl until the global stop; returns why it stopped."""
         cfg = self.cfg
-        self.add_seeds()
+        if self.resumed_from is None:
+            self.add_seeds()
         while True:
             t_step = time.monotonic()
             self.step_responses = 0
@@ -628,11 +637,18 @@ class RankCrawler:
                 if src != self.rank:
                     self.receive(data)
             if self.coordinator is not None:
+                t = time.monotonic() - self.t0
+                if self.journal is not None:
+                    self.journal.append(self.superstep, t, ex.reports)
                 for data in ex.reports:
                     self.coordinator.consume(data)
-                self.coordinator.end_superstep(self.superstep, time.monotonic() - self.t0)
+                self.coordinator.end_superstep(self.superstep, t)
             if self.progress is not None:
                 self.progress.update(self.superstep, g, self.coordinator)
+            stopping = g[_S["signal"]] > 0 or g[_S["time_up"]] > 0 or g[_S["work"]] == 0 or (
+                cfg.max_pages is not None and g[_S["requests"]] >= cfg.max_pages)
+            if cfg.checkpoint_seconds > 0 and (g[_S["checkpoint_due"]] > 0 or stopping):
+                self.write_checkpoint()
             self.superstep += 1
             self._set_budget(g, my_requests)
             if g[_S["clock_due"]] > 0 and not g[_S["signal"]]:
@@ -675,17 +691,82 @@ class RankCrawler:
         ex = self.comm.start_superstep([b""] * self.size, self._status(), self._take_report())
         self.comm.wait(ex)
         if self.coordinator is not None:
+            t = time.monotonic() - self.t0
+            if self.journal is not None:
+                self.journal.append(self.superstep, t, ex.reports)
+                self.journal.close()
             for data in ex.reports:
                 self.coordinator.consume(data)
-            self.coordinator.end_superstep(self.superstep, time.monotonic() - self.t0)
+            self.coordinator.end_superstep(self.superstep, t)
         self.warc.close()
+
+    # -- checkpoints (see abc_crawler.checkpoint) -------------------------------
+    def write_checkpoint(self) -> None:
+        """Save this rank's state after the current superstep's exchange."""
+        inflight = sum(1 for b in self.batches.values() if b.current is not None)
+        self.warc.flush()
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        c = self.c
+        c.requests -= inflight             # in-flight requests are asked again after a resume
+        try:
+            state = {
+                "superstep": self.superstep, "frontier": self.frontier, "seen": self.seen,
+                "reported": self.reported, "counters": c, "report": self.report, "outbox": self.outbox,
+                "hops": self.hops, "attempts": self.attempts, "host_fail": self.host_fail,
+                "dead_hosts": self.dead_hosts, "host_admitted": self.host_admitted, "budget": self.budget,
+                "elapsed": time.monotonic() - self.t0, "cpu_s": self.cpu_before + ru.ru_utime + ru.ru_stime,
+                "warc": self.warc.checkpoint(), "connections": self.fetcher.connections,
+                "journal": self.journal.flush() if self.journal is not None else 0,
+            }
+            save_checkpoint(self.session_dir, self.rank, self.superstep, state)
+        finally:
+            c.requests += inflight
+        self._last_ckpt = time.monotonic()
+
+    def restore(self, superstep: int) -> None:
+        """Continue from this rank's checkpoint of ``superstep`` (all ranks call it with the same one)."""
+        st = load_checkpoint(self.session_dir, self.rank, superstep)
+        f = st["frontier"]
+        # URLs that were being fetched are fetched again; the Bucket starts empty
+        for i, v in enumerate(f.states):
+            if v == 1:                     # IN_PROGRESS
+                f.states[i] = 0
+        f.n_in_list += f.n_in_progress
+        f.n_in_progress = 0
+        f.lo = min(f.lo, next((i for i, v in enumerate(f.states) if v == 0), f.lo))
+        for col in f.elements:
+            for e in col:
+                e.reset()
+        f.by_host.clear()
+        f.blocked_until.clear()
+        self.frontier = f
+        self.seen = st["seen"]
+        self.reported = st["reported"]
+        self.c = st["counters"]
+        self.report = st["report"]
+        self.outbox = st["outbox"]
+        self.hops, self.attempts = st["hops"], st["attempts"]
+        self.host_fail, self.dead_hosts, self.host_admitted = st["host_fail"], st["dead_hosts"], st["host_admitted"]
+        self.budget = st["budget"]
+        self.t0 = time.monotonic() - st["elapsed"]
+        self.cpu_before = st["cpu_s"]
+        self.fetcher.connections = st["connections"]
+        self.warc.restore(st["warc"])
+        self.superstep = superstep + 1
+        self.resumed_from = superstep
+        self._dirty = True
+        if self.coordinator is not None:
+            for step, t, reports in Journal.truncate_and_read(self.session_dir, st["journal"]):
+                for data in reports:
+                    self.coordinator.consume(data)
+                self.coordinator.end_superstep(step, t)
 
     def summary(self) -> dict:
         c = self.c
         ru = resource.getrusage(resource.RUSAGE_SELF)
         return {
             "rank": self.rank, "pages": c.pages_ok, "bytes": c.bytes, "requests": c.requests,
-            "cpu_s": round(ru.ru_utime + ru.ru_stime, 3), "responses": c.responses,
+            "cpu_s": round(self.cpu_before + ru.ru_utime + ru.ru_stime, 3), "responses": c.responses,
             "pages_failed": c.pages_failed, "pages_redirected": c.pages_redirected, "nodes": c.nodes,
             "duplicates": c.duplicates, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
             "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,

@@ -119,6 +119,10 @@ class Communicator:
         """Small control objects (per-rank summaries) to rank 0."""
         return self.comm.gather(obj, root=root)
 
+    def allreduce_min(self, value: int) -> int:
+        """The smallest of an integer over all ranks (control message)."""
+        return self.comm.allreduce(value, op=MPI.MIN)
+
     def barrier(self) -> None:
         """A barrier that does not spin: Ibarrier polled with short sleeps."""
         req = self.comm.Ibarrier()

@@ -24,7 +24,9 @@ from .ownership import make_assignment
 from .phases import PhaseClock
 from .progress import Progress, format_bytes
 from .scope import Scope, read_seeds
-from .session import atomic_write_bytes, atomic_write_json, save_graph
+from .checkpoint import Journal, checkpoint_steps
+from .session import atomic_write_bytes, atomic_write_json, read_json, save_graph
+from .warc import warc_path
 
 __all__ = ["run_crawl"]
 
@@ -33,7 +35,23 @@ def _utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _prepare(cfg: CrawlConfig, ranks: int) -> dict:
+def _resume_config(resume: str, overrides: dict, ranks: int) -> tuple[CrawlConfig, dict]:
+    """Rank 0: the settings of the session to resume (flags given now win) and its manifest."""
+    sd = Path(resume)
+    try:
+        manifest = read_json(sd / "manifest.json")
+    except FileNotFoundError:
+        raise AbcError(f"{sd}: no manifest.json (not a session directory)") from None
+    if manifest.get("ranks") != ranks:
+        raise AbcError(f"{sd}: the session ran on {manifest.get('ranks')} ranks; resume it with mpiexec -n "
+                       f"{manifest.get('ranks')} (this run has {ranks})")
+    saved = dict(manifest["config"])
+    saved.update({k: v for k, v in overrides.items() if v is not None})
+    saved["session_dir"] = str(sd)
+    return CrawlConfig.build(saved), manifest
+
+
+def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
     """Rank 0: read and validate every input; returns what all ranks need."""
     scope = Scope.from_file(cfg.resolve) if cfg.resolve else Scope()
     seeds, problems = read_seeds(cfg.seeds, scope)
@@ -47,7 +65,7 @@ def _prepare(cfg: CrawlConfig, ranks: int) -> dict:
             raise ConfigError(str(exc)) from None
     session_dir = cfg.session_dir or str(Path("sessions") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
     sd = Path(session_dir)
-    if (sd / "manifest.json").exists() or (sd / "warc").exists():
+    if not resume and ((sd / "manifest.json").exists() or (sd / "warc").exists()):
         raise AbcError(f"{sd}: session directory already holds a session (choose another --session-dir)")
     sd.mkdir(parents=True, exist_ok=True)
     # Rank 0 read the assignment (a part vector may exist on its file system only); it is sent to all.
@@ -55,16 +73,25 @@ def _prepare(cfg: CrawlConfig, ranks: int) -> dict:
             "assignment": assignment}
 
 
-def run_crawl(cfg: CrawlConfig, comm: Communicator | None = None, out=None) -> int:
-    """Crawl on every rank of ``comm``; returns the process exit status."""
+def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=None,
+              resume: str | None = None, overrides: dict | None = None) -> int:
+    """Crawl on every rank of ``comm``; returns the process exit status.
+
+    With ``resume`` (a session directory), ``cfg`` is ignored: the session's
+    own settings are used, updated with the non-None ``overrides``.
+    """
     comm = comm or Communicator()
     out = out if out is not None else sys.stderr
     stop = StopFlag()
     stop.install()
     prep: dict | str
+    manifest_before = None
     if comm.rank == 0:
         try:
-            prep = _prepare(cfg, comm.size)
+            if resume is not None:
+                cfg, manifest_before = _resume_config(resume, overrides or {}, comm.size)
+            prep = _prepare(cfg, comm.size, resume=resume is not None)
+            prep["cfg"] = cfg
         except AbcError as exc:
             prep = str(exc)
     else:
@@ -74,31 +101,53 @@ def run_crawl(cfg: CrawlConfig, comm: Communicator | None = None, out=None) -> i
         if comm.rank == 0:
             print(f"abc-crawl: {prep}", file=sys.stderr)
         return 2
+    cfg = prep["cfg"]
     session_dir = prep["session_dir"]
+    step = -1
+    if resume is not None:
+        # the newest superstep every rank has a checkpoint of (-1: none; start afresh)
+        mine = checkpoint_steps(session_dir, comm.rank)
+        step = comm.allreduce_min(mine[-1] if mine else -1)
+        if step < 0:
+            for p in (warc_path(session_dir, comm.rank), Path(session_dir) / "journal.bin"):
+                if comm.rank == 0 or p.name != "journal.bin":
+                    p.unlink(missing_ok=True)
     assignment = prep["assignment"]
     progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out) if comm.rank == 0 else None
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress)
     hostnames = comm.gather(platform.node())
     started = _utc()
+    resumes = list((manifest_before or {}).get("resumed", []))
     if comm.rank == 0:
         kernels = KernelWorker(cfg.stats_max_pages) if cfg.stats else None
         crawler.coordinator = Coordinator(comm.size, kernels)
+    if step >= 0:
+        crawler.restore(step)
+    if comm.rank == 0:
+        crawler.journal = Journal(session_dir)
+        if resume is not None:
+            started = manifest_before.get("started", started)
+            resumes.append({"at": _utc(), "from_superstep": step})
         manifest = _manifest(cfg, comm.size, hostnames, assignment, started, None, "running", session_dir)
+        manifest["resumed"] = resumes
         atomic_write_json(Path(session_dir) / "manifest.json", manifest)
-        print(f"abc-crawl: {comm.size} rank(s), {len(prep['seeds'])} seed(s), assignment {assignment.describe()}, "
+        what = f"resumed from superstep {step}" if resume is not None else f"{len(prep['seeds'])} seed(s)"
+        print(f"abc-crawl: {comm.size} rank(s), {what}, assignment {assignment.describe()}, "
               f"session {session_dir}", file=out)
     comm.barrier()
     if crawler.phase_clock is not None:
         crawler.sync_clock()
-    crawler.t0 = time.monotonic()
-    t_wall = time.time()
+    if step < 0:
+        crawler.t0 = time.monotonic()
+    t_wall = time.time() - (time.monotonic() - crawler.t0)
     stopped = crawler.run()
     wall = time.time() - t_wall
     summaries = comm.gather(crawler.summary())
     if comm.rank == 0:
         if progress is not None:
             progress.close()
-        _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped, hostnames, started, out)
+        _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped, hostnames, started, out,
+                       resumes)
     comm.barrier()
     return 0
 
@@ -126,7 +175,7 @@ def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, sessio
 
 
 def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float, session_dir: str,
-                   assignment, stopped: str, hostnames, started: str, out) -> None:
+                   assignment, stopped: str, hostnames, started: str, out, resumes=()) -> None:
     import io
 
     import numpy as np
@@ -196,6 +245,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     }
     atomic_write_json(sd / "stats.json", stats)
     manifest = _manifest(cfg, len(summaries), hostnames, assignment, started, _utc(), stopped, session_dir)
+    manifest["resumed"] = list(resumes)
     atomic_write_json(sd / "manifest.json", manifest)
     _print_summary(stats, session_dir, out)
 

@@ -92,6 +92,21 @@ class RankWarc:
         self.records += 2
         return first is not None
 
+    def checkpoint(self) -> dict:
+        """What a resume needs: the file size and the content-seen table."""
+        return {"offset": self._fh.tell() if self.enabled else 0, "seen": dict(self._seen),
+                "records": self.records, "revisits": self.revisits}
+
+    def restore(self, ck: dict) -> None:
+        """Cut the file back to a checkpoint: records written after it are dropped (their URLs are fetched again)."""
+        self._seen = dict(ck["seen"])
+        self.records, self.revisits = ck["records"], ck["revisits"]
+        if self.enabled:
+            self._fh.close()
+            with open(self.path, "r+b") as fh:
+                fh.truncate(ck["offset"])
+            self._fh = open(self.path, "ab")
+
     def flush(self) -> None:
         if self.enabled:
             self._fh.flush()

@@ -202,3 +202,19 @@ def host_overlaps(rows: list[dict]) -> int:
                 if r1 != r0:
                     n += 1
     return n
+
+
+def rank_pids(marker: str) -> list[int]:
+    """PIDs of abc-crawl rank processes (not mpiexec) whose command line contains ``marker``."""
+    import subprocess
+
+    out = subprocess.run(["pgrep", "-f", "--", marker], capture_output=True, text=True).stdout.split()
+    pids = []
+    for p in out:
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if cmd and not cmd[0].endswith(b"mpiexec") and any(c.endswith(b"abc-crawl") for c in cmd):
+            pids.append(int(p))
+    return sorted(pids)

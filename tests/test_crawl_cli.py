@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import check_session, crawl_cli, generate, read_log, serve, warc_records
+from crawlcheck import check_session, crawl_cli, generate, rank_pids, read_log, serve, warc_records
 
 
 @pytest.fixture(scope="module")
@@ -144,20 +144,6 @@ def test_bad_setting_exits_2(web, tmp_path):
     assert r.stderr.count("concurrency: expected int") == 1 and "Traceback" not in r.stderr
 
 
-def _rank_pids(marker: str) -> list[int]:
-    out = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
-    pids = []
-    for p in out:
-        try:
-            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(c.endswith(b"abc-crawl") for c in cmd) and not any(c.endswith(b"mpiexec") for c in cmd):
-            if b"python" in cmd[0] or cmd[0].endswith(b"abc-crawl"):
-                pids.append(int(p))
-    return pids
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_signal_to_one_rank_stops_all_and_leaves_a_complete_session(tmp_path, sig):
     d = tmp_path / "web"
@@ -174,7 +160,7 @@ def test_signal_to_one_rank_stops_all_and_leaves_a_complete_session(tmp_path, si
             while not (session / "manifest.json").exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
             time.sleep(1.5)
-            pids = _rank_pids(str(session))
+            pids = rank_pids(str(session))
             assert len(pids) == 4, pids
             os.kill(pids[-1], sig)
             out, err = proc.communicate(timeout=60)

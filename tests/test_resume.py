@@ -1,0 +1,95 @@
+"""Crash and resume under MPI: kill -9 of one rank or of all, or SIGTERM, then --resume.
+
+The resumed session must hold every reachable page exactly once across all WARC
+files (no page lost, none duplicated), and its statistics must add up
+(check_session recomputes everything from the session's own files).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from crawlcheck import MPIEXEC, check_session, generate, rank_pids, serve
+
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rweb")
+    generate(d, n_hosts=8, n_pages=900, seed=31)
+    return d
+
+
+def _newest_checkpoint(session: Path) -> int:
+    d = session / "checkpoint"
+    steps = [int(p.name.split(".")[1]) for p in d.glob("rank-00000.*.ckpt")] if d.is_dir() else []
+    return max(steps, default=-1)
+
+
+@pytest.mark.parametrize("how", ["kill9-one", "kill9-all", "sigterm"])
+def test_resume_loses_and_duplicates_nothing(web, tmp_path, how):
+    session = tmp_path / "s"
+    rng = random.Random(how)
+    after = rng.randint(1, 3)                  # kill once this superstep has been checkpointed
+    with serve(web, latency=0.003):
+        cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve",
+               str(web / "resolve.txt"), "--session-dir", str(session), "--politeness-delay", "0",
+               "--phases", "off", "--checkpoint-seconds", "0.3", "--superstep-seconds", "0.3", "--no-stats",
+               "--progress-seconds", "60"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while _newest_checkpoint(session) < after and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert proc.poll() is None, "the crawl ended before it could be interrupted"
+            pids = rank_pids(str(session))
+            assert len(pids) == 4, pids
+            if how == "kill9-one":
+                os.kill(rng.choice(pids), signal.SIGKILL)
+            elif how == "kill9-all":
+                for p in pids:
+                    os.kill(p, signal.SIGKILL)
+            else:
+                os.kill(rng.choice(pids), signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        manifest = json.loads((session / "manifest.json").read_text())
+        if how == "sigterm":
+            assert proc.returncode == 0, err[-2000:]
+            assert manifest["stopped"] == "signal"
+        else:
+            assert proc.returncode != 0
+            assert manifest["stopped"] == "running"          # the kill left the session unfinished
+        r = subprocess.run([MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), "--resume", str(session)],
+                           capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    manifest = json.loads((session / "manifest.json").read_text())
+    assert manifest["stopped"] == "done"
+    assert len(manifest["resumed"]) == 1 and manifest["resumed"][0]["from_superstep"] >= after - 1
+    facts = check_session(web, session)     # every reachable page exactly once, metrics add up
+    assert facts["stats"]["requests"] == len(facts["manifest"]["expected"]["requested"])
+
+
+def test_resume_refuses_another_number_of_ranks(web, tmp_path):
+    session = tmp_path / "s"
+    with serve(web):
+        r = subprocess.run([MPIEXEC, "-n", "2", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve",
+                            str(web / "resolve.txt"), "--session-dir", str(session), "--max-pages", "30",
+                            "--no-stats"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        r = subprocess.run([MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), "--resume", str(session)],
+                           capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "ran on 2 ranks; resume it with mpiexec -n 2" in r.stderr and "Traceback" not in r.stderr
