@@ -153,13 +153,15 @@ def test_signal_to_one_rank_stops_all_and_leaves_a_complete_session(tmp_path, si
         cmd = [str(Path(os.sys.executable).parent / "mpiexec"), "-n", "4",
                str(Path(os.sys.executable).parent / "abc-crawl"), str(d / "seeds.txt"),
                "--resolve", str(d / "resolve.txt"), "--session-dir", str(session),
-               "--politeness-delay", "0.3", "--batch-urls", "2", "--no-stats"]
+               "--politeness-delay", "0.3", "--batch-urls", "2", "--no-stats", "--phases", "off",
+               "--checkpoint-seconds", "0.5"]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 30
-            while not (session / "manifest.json").exists() and time.monotonic() < deadline:
+            # wait until the crawl is under way: a checkpoint of superstep >= 2 exists
+            while time.monotonic() < deadline and not any(
+                    int(p.name.split(".")[1]) >= 2 for p in (session / "checkpoint").glob("rank-00000.*.ckpt")):
                 time.sleep(0.05)
-            time.sleep(1.5)
             pids = rank_pids(str(session))
             assert len(pids) == 4, pids
             os.kill(pids[-1], sig)
