@@ -194,13 +194,17 @@ def owners_for_assignment(graph: SessionGraph, assignment: str, K: int | None = 
     elif assignment == "site-hash":
         o = owners_site_hash(graph, K, n_buckets)
     elif assignment.startswith("partvec:"):
-        from .partvec import load_partvec
+        from .partvec import load_partvec, remap
 
         p = assignment[len("partvec:"):]
         cand = [os.path.join(session_dir, p)] if session_dir is not None and not os.path.isabs(p) else []
         cand.append(p)
         path = next((c for c in cand if os.path.exists(c)), cand[-1])
-        o = load_partvec(path).owners_of_graph(graph)
+        pv = load_partvec(path)
+        if pv.K != K:
+            # the crawl only accepts a vector for another K with --remap, which maps it like this
+            pv = remap(pv, K)
+        o = pv.owners_of_graph(graph)
     else:
         raise ValueError(f"unknown assignment {assignment!r} (hash, site-hash, partvec:<path>)")
     return owners_measured(graph, o) if measured else o
