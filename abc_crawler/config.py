@@ -126,6 +126,11 @@ class CrawlConfig:
     seeds: str
     values: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # settings become plain attributes: the crawl loop reads them often
+        for k, v in self.values.items():
+            object.__setattr__(self, k, v)
+
     def __getattr__(self, name: str) -> Any:
         values = object.__getattribute__(self, "values")
         if name in values:

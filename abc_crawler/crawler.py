@@ -169,6 +169,7 @@ class RankCrawler:
         self.host_admitted: Counter = Counter()
         k = 1 if assignment.site_level else self.size
         self.host_cap = -(-cfg.max_pages_per_host // k)
+        self._link_cache: dict[tuple[str, str], tuple[str | None, str | None]] = {}
         self.session_dir = session_dir
         self.journal: Journal | None = None       # rank 0: every superstep's reports
         self._last_ckpt = time.monotonic()
@@ -190,27 +191,57 @@ class RankCrawler:
             links["over_page_limit"] += len(hrefs) - cfg.max_links_per_page
             hrefs = hrefs[:cfg.max_links_per_page]
         out: dict[str, None] = {}
+        # A relative reference resolves the same against every page of one directory, so
+        # decisions are cached per (base directory, href); references that depend on the
+        # base's own path or query ("", "?q", "#f") are not cached.
+        nq = base_url.find("?")
+        base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
+        cache = self._link_cache
+        oos = self.c.out_of_scope_hosts
         for href in hrefs:
-            try:
-                url = canonicalize(href, base_url)
-            except UrlError:
-                links["invalid"] += 1
-                continue
-            if url is None:
-                links["not_http"] += 1
-                continue
-            host = host_of(url)
-            if not self.scope.allows_host(host):
-                links["out_of_scope"] += 1
-                self.c.out_of_scope_hosts[host] += 1
-                continue
-            trap = trap_reason(url, max_length=cfg.max_url_length, max_depth=cfg.max_path_depth,
-                               max_repeats=cfg.max_segment_repeats)
-            if trap is not None:
-                links[trap] += 1
-                continue
-            out[url] = None
+            key = None
+            if href and href[0] not in "?# \t\n\r":
+                key = (base_dir, href)
+                hit = cache.get(key)
+                if hit is not None:
+                    kind, val = hit
+                    if kind is None:
+                        out[val] = None
+                    else:
+                        links[kind] += 1
+                        if kind == "out_of_scope":
+                            oos[val] += 1
+                    continue
+            kind, val = self._classify(href, base_url)
+            if kind is None:
+                out[val] = None
+            else:
+                links[kind] += 1
+                if kind == "out_of_scope":
+                    oos[val] += 1
+            if key is not None:
+                if len(cache) >= 262_144:
+                    cache.clear()
+                cache[key] = (kind, val)
         return list(out)
+
+    def _classify(self, href: str, base_url: str) -> tuple[str | None, str | None]:
+        """(None, canonical URL) for a link to follow, else (reason, detail)."""
+        try:
+            url = canonicalize(href, base_url)
+        except UrlError:
+            return "invalid", None
+        if url is None:
+            return "not_http", None
+        host = host_of(url)
+        if not self.scope.allows_host(host):
+            return "out_of_scope", host
+        cfg = self.cfg
+        trap = trap_reason(url, max_length=cfg.max_url_length, max_depth=cfg.max_path_depth,
+                           max_repeats=cfg.max_segment_repeats)
+        if trap is not None:
+            return trap, None
+        return None, url
 
     def _route(self, src_fp: int | None, urls: list[str], hops: int = 0) -> None:
         """Owner, MV, URL-seen test, frontier or outbox, report to rank 0.
@@ -518,18 +549,20 @@ class RankCrawler:
             c.pages_other += 1
         return r.status, nbytes, False, [], 0
 
-    def drive(self, wait: float) -> None:
+    def drive(self, wait: float) -> bool:
         """One turn of the fetch loop; sleeps at most ``wait`` seconds when there is nothing to do."""
         now = time.monotonic()
         self._start_batches(now)
-        if self.fetcher.in_flight:
-            timeout = wait
-        else:
-            nxt = self.frontier.next_wakeup(now)
-            pending_pace = [b.next_at for b in self.batches.values() if b.current is None and not b.robots]
-            if pending_pace:
-                nxt = min([nxt] + pending_pace) if nxt is not None else min(pending_pace)
-            timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
+        # sleep (in curl's select, which wakes on socket activity) until the next thing to do
+        nxt = self.frontier.next_wakeup(now, queuing=len(self.batches) < self.cfg.concurrency)
+        for b in self.batches.values():
+            if b.current is None and not b.robots and (nxt is None or b.next_at < nxt):
+                nxt = b.next_at
+        if self.phase_clock is not None:
+            shared = self.clock.shared()
+            slot = now + (self.phase_clock.next_start(shared) - shared)
+            nxt = slot if nxt is None else min(nxt, slot)
+        timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
         t = time.monotonic()
         done = self.fetcher.poll(timeout)
         if not done and not self.fetcher.in_flight:
@@ -540,6 +573,7 @@ class RankCrawler:
         now = time.monotonic()
         for r in done:
             self._on_response(r, now)
+        return True
 
     def sync_clock(self) -> None:
         """Collective: every rank re-estimates its offset to rank 0's clock."""
@@ -623,15 +657,16 @@ class RankCrawler:
             t_step = time.monotonic()
             self.step_responses = 0
             # work phase: up to R responses or the superstep's time, or until nothing can progress
-            while (self.step_responses < cfg.superstep_pages and time.monotonic() - t_step < cfg.superstep_seconds
+            step_end = t_step + cfg.superstep_seconds
+            while (self.step_responses < cfg.superstep_pages and time.monotonic() < step_end
                    and self.can_progress() and not self.stop.set):
-                self.drive(0.005)
+                self.drive(min(0.1, max(0.0, step_end - time.monotonic())))
             status = self._status()
             my_requests = self.c.requests
             payloads = self._payloads()
             ex = self.comm.start_superstep(payloads, status, self._take_report())
             # keep fetching while slower ranks finish their superstep
-            self.comm.wait(ex, idle=lambda: self.drive(0.002) if self.can_progress() else time.sleep(0.001))
+            self.comm.wait(ex, idle=lambda: self.drive(0.005) if self.can_progress() else None)
             g = ex.status
             for src, data in enumerate(ex.received):
                 if src != self.rank:

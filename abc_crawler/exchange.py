@@ -173,9 +173,13 @@ class Communicator:
         return SuperstepExchange(self.comm, payloads, status, report)
 
     def wait(self, ex: SuperstepExchange, idle=None) -> None:
-        """Complete ``ex``, calling ``idle()`` (which should do useful work or sleep) meanwhile."""
+        """Complete ``ex`` without spinning: ``idle()`` does useful work meanwhile (it returns
+        None when it had nothing to do); otherwise sleep, backing off from 0.5 ms to 5 ms."""
+        pause = 0.0005
         while not ex.test():
-            if idle is not None:
-                idle()
+            did = idle() if idle is not None else None
+            if did is None:
+                time.sleep(pause)
+                pause = min(pause * 2, 0.005)
             else:
-                time.sleep(0.001)
+                pause = 0.0005

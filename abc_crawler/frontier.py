@@ -240,13 +240,17 @@ class Frontier:
             del self.by_host[e.host]
             e.reset()
 
-    def next_wakeup(self, now: float) -> float | None:
-        """Earliest future time at which waiting work becomes schedulable, if any."""
+    def next_wakeup(self, now: float, queuing: bool = True) -> float | None:
+        """Earliest time at which waiting work becomes schedulable, if any.
+
+        ``queuing=False`` leaves out partial elements reaching their flush time
+        (useless while no element can be started).
+        """
         t = None
         for host, e in self.by_host.items():
             if e.state == TIMEWAIT:
                 c = e.until
-            elif e.state == QUEUING and e.urls:
+            elif queuing and e.state == QUEUING and e.urls:
                 c = e.since + self.flush_seconds
             else:
                 continue
