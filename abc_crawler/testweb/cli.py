@@ -3,13 +3,16 @@
 ::
 
     abc-testweb generate OUT [--hosts N] [--pages N] [--seed S] [--addr A] [--port P] [--plain]
+                             [--hostile all|MODE,MODE...]
     abc-testweb serve DIR [--access-log F] [--max-seconds T] [--ready-file F] [--addr A] [--port P]
     abc-testweb exec DIR [--access-log F] [--max-seconds T] -- CMD ARGS...
     abc-testweb bench DIR [--connections N] [--seconds T] [--access-log F] [--uvloop]
 
 ``generate`` writes a synthetic web (see :mod:`.generator`); ``--port 0`` (the
 default) picks a free port on ``--addr`` and bakes it into the web.  ``--plain``
-turns all traps and errors off.  It prints one summary line.
+turns all traps and errors off.  ``--hostile`` adds hostile hosts (``all``, or a
+comma-separated list of modes with their default parameters; see the table in
+:mod:`.generator`).  It prints one summary line.
 
 ``serve`` serves DIR at the address and port of DIR/manifest.json (or
 ``--addr``/``--port``; without a manifest both are required) until SIGINT/SIGTERM
@@ -87,7 +90,7 @@ def _cmd_generate(a) -> int:
     port = a.port if a.port != 0 else free_port(a.addr)
     try:
         m = generate_web(a.out, n_hosts=a.hosts, n_pages=a.pages, seed=a.seed, addr=a.addr, port=port,
-                         features=not a.plain)
+                         features=not a.plain, hostile=a.hostile)
     except (ValueError, TypeError) as exc:
         raise _Fail(f"generate: {exc}") from None
     except OSError as exc:
@@ -95,7 +98,8 @@ def _cmd_generate(a) -> int:
     c = m["counts"]
     print(f"{a.out}: {c['hosts']} hosts, {c['html_pages']} HTML pages, {c['pages']} URLs, "
           f"{c['requested']} requested / {c['nodes']} nodes / {c['edges']} edges expected, "
-          f"{c['bytes']} bytes; port {port}")
+          f"{c['bytes']} bytes; port {port}"
+          + (f"; {c['hostile_modes']} hostile hosts" if c.get("hostile_modes") else ""))
     return 0
 
 
@@ -312,6 +316,8 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--addr", default="127.0.0.1")
     g.add_argument("--port", type=int, default=0, help="0: pick a free port now (default)")
     g.add_argument("--plain", action="store_true", help="no traps or errors")
+    g.add_argument("--hostile", default=None, metavar="MODES",
+                   help="add hostile hosts: 'all' or a comma-separated list of modes (default: none)")
     g.set_defaults(func=_cmd_generate)
 
     s = sub.add_parser("serve", help="serve a web directory")

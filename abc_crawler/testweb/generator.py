@@ -107,7 +107,115 @@ serve any file under ``sites/<host>/`` that has no route (directories:
 ``index.html``, missing ``x`` but present ``x.gz``: decompressed), which is
 how real documentation sites (symlinked into ``sites/``) are served.
 ``prefix_redirects`` (optional) answers 301 for any path under a prefix with
-the target prefix + the rest of the path.
+the target prefix + the rest of the path.  ``modes`` (only in webs with
+hostile hosts) switches hosts to hostile behaviour, and routes may be
+generated (``"dynamic"``), dripped, reset or stalled: see :mod:`.server`.
+
+Hostile hosts
+-------------
+``generate_web(..., hostile=SPEC)`` (CLI: ``abc-testweb generate --hostile
+all|MODE,MODE...``) adds one virtual host per hostile mode.  ``SPEC`` is
+``None`` (the default: no hostile host, every file byte-identical to a web
+generated without the argument), ``"all"``, a list (or comma-separated
+string) of mode names, or a dict ``{mode: {param: value}}`` overriding the
+defaults of :data:`.hostile.HOSTILE_MODES`.  Each hostile host is
+``MODE.test`` with ``_`` written ``-`` (``gzip_bomb`` -> ``gzip-bomb.test``),
+served on the web's port, in resolve.txt (after the normal hosts), and its
+entry URLs are linked (one extra paragraph of absolute links) from a normal
+page that a correct crawl reaches (``linked_from``).  Hostile pages link only
+inside their own host (or out of scope): they never add normal URLs.
+
+========================  ===========================================  ===============================================
+mode (``hostile=[...]``)  linked URLs (host ``MODE.test``)             what the server does
+========================  ===========================================  ===============================================
+``http_500``              ``/``, ``/page.html``                        every URL but robots.txt: 500, no Retry-After
+``http_500_retry``        ``/``, ``/page.html``                        500 with ``Retry-After: retry_after`` (2)
+``http_503``              ``/``, ``/page.html``                        503, no Retry-After
+``http_503_retry``        ``/``, ``/page.html``                        503 with ``Retry-After: retry_after`` (2)
+``http_429``              ``/``, ``/page.html``                        429 with ``Retry-After: retry_after`` (2)
+``flaky``                 ``/`` (links ``/p1.html``, ``/p2.html``)     each URL: 503 + Retry-After 1 to its first
+                                                                       ``fail_first`` (2) requests, then 200
+``reset``                 ``/``, ``/no-response.html``                 ``/``: Content-Length ``size`` (100000),
+                                                                       ``reset_after`` (2000) bytes, TCP RST;
+                                                                       the other: RST without a byte
+``drip``                  ``/``, ``/headers.html``                     ``drip_bytes`` (4) every ``drip_interval``
+                                                                       (2 s) of a 2 KB page; the second drips the
+                                                                       status line and headers too
+``stall``                 ``/headers.html``, ``/nothing.html``         headers then nothing / nothing at all;
+                                                                       dropped after ``stall_seconds`` (60)
+``redirect_loop``         ``/loop-a.html``, ``/self.html``             a -> b -> a; self -> self
+``redirect_chain``        ``/hop/0.html``                              ``hops`` (30) redirects (301/302/307/308,
+                                                                       absolute and relative) to ``/end.html``
+``redirect_scheme``       ``/file.html`` ``/ftp.html`` ``/gopher.html``  302 to ``file:///etc/passwd``, ``ftp://``,
+                          ``/dict.html`` ``/data.html``                 ``gopher://``, ``dict://`` (at the tripwire
+                          ``/javascript.html``                          address), ``data:text/html,...``,
+                                                                       ``javascript:``
+``redirect_loopback``     ``/addr.html`` ``/decimal.html`` ``/hex.html``  302 to ``http://127.0.0.2:PORT/`` (also as
+                          ``/https.html`` ``/other-port.html``          ``2130706434`` and ``0x7f.0.0.2``), https
+                          ``/host-other-port.html`` ``/ip-self.html``   there, ``127.0.0.1:OTHER``, this host on
+                          ``/localhost.html`` ``/ipv6.html``            OTHER, the server as 127.0.0.1/localhost/[::1]
+``gzip_bomb``             ``/``                                        ~100 KB ``Content-Encoding: gzip`` that
+                                                                       inflates to ``inflated`` (100 MiB), even to
+                                                                       ``Accept-Encoding: identity``
+``deflate_bomb``          ``/``                                        the same with ``Content-Encoding: deflate``
+``big_body``              ``/``, ``/unsized.html``                     ``size`` (100 MiB) generated on the fly,
+                                                                       streamed with backpressure; the second
+                                                                       without Content-Length (ends at the close)
+``content_type``          ``/`` (hub of 10 pages)                      no Content-Type, octet-stream, image/png,
+                                                                       text/plain, XHTML, ``TEXT/HTML; Charset=..``,
+                                                                       parameters, PNG/JSON/empty as text/html
+``charset``               ``/`` (hub of 6 pages)                       invalid UTF-8, windows-1251 (HTTP header
+                                                                       only), shift_jis (meta only), a bogus charset
+                                                                       name, UTF-16 with BOM, ISO-8859-1
+``nested_html``           ``/`` -> ``/nested.html``                    ``depth`` (100000) nested ``<div>``
+``malformed_html``        ``/`` -> ``/malformed.html``                 broken markup; links in script/comments
+``many_links``            ``/``                                        ``count`` (100000) links ``/l/N.html``, each a
+                                                                       small leaf page
+``trap_calendar``         ``/cal/2026/11/22`` (``start``)              every date links the previous/next day, forever
+``trap_repeat``           ``/a/``                                      ``/a/a/.../`` each links ``a/``, forever
+``trap_session``          ``/s/index.html``                            ``links`` (5) links with a fresh ``?sid=``
+``robots_huge``           ``/`` (``/p1.html``, ``/early/``, ``/late/``)  robots.txt > ``size`` (1 MiB); /early/
+                                                                       disallowed first, /late/ at the very end
+``robots_garbage``        ``/`` (``/p1.html``, ``/private/x.html``)    robots.txt: ``size`` (64 KiB) random bytes
+``robots_5xx``            ``/`` (``/p1.html``)                         robots.txt answers ``status`` (503)
+``robots_redirect``       ``/`` (``/p1.html``, ``/private/x.html``)    robots.txt 301 -> ``/robots-moved.txt``
+                                                                       (``Disallow: /private/``)
+``robots_redirect_host``  ``/`` (``/p1.html``)                         robots.txt 301 -> an out-of-scope host
+``robots_stall``          ``/`` (``/p1.html``)                         robots.txt: headers, then nothing
+========================  ===========================================  ===============================================
+
+Tripwires: ``redirect_scheme`` and ``redirect_loopback`` point at
+``trip_addr:trip_port`` (default 127.0.0.2 and the web's port) and
+``redirect_loopback`` also at ``addr:other_port`` (default port+1); the
+manifest lists them in ``expected_hostile.never_contacted`` so a test can
+listen there with :class:`.tripwire.Tripwire` and fail if it is touched.
+
+The manifest of a web with hostile hosts has, besides everything above (the
+normal ``pages`` and ``expected`` sets are exactly those of the same web
+without hostile hosts, except that the ``linked_from`` pages list the extra
+links and their new ``bytes``):
+
+* ``hostile_hosts``: ``host:port`` of every hostile host (not in ``hosts``);
+* ``resolve``: the normal lines, then one per hostile host;
+* ``counts.hostile_modes``;
+* ``hostile``: ``{mode: {"host", "urls" (the linked entry URLs),
+  "linked_from", "params", "expect" (what a correct crawler does, in words),
+  "errors" (the error kinds it should count, ABC's names), "requested" (it
+  requests these), "not_requested" (it never requests these), "either" (its
+  policy decides), "bounded" (an infinite trap: only the entry is listed and
+  the crawler must bound the rest), "out_of_scope_links", "never_contacted"
+  ([addr, port] pairs), "facts" (sizes, Locations, ...)}}``;
+* ``expected_hostile``: the unions over the modes - ``hosts``, ``linked``,
+  ``requested``, ``not_requested``, ``either``, ``bounded``, ``unlisted``
+  (URL sets too large to list: ``many_links``' leaves as a pattern and a
+  count), ``out_of_scope_links`` and ``never_contacted``.
+
+Hostile URLs are not in ``pages`` and never in ``expected``: links to them
+count neither as requested nor as out of scope (``compute_expected(...,
+hostile_hosts=...)``).  So a crawl of such a web is checked against
+``expected`` on the normal hosts (``hosts``) and against ``expected_hostile``
+/ ``hostile`` on the others.  "Requested" on a hostile host means at least
+once: a crawler that retries (5xx, 429, resets) may request a URL again.
 """
 from __future__ import annotations
 
@@ -821,7 +929,7 @@ def _robots_parsers(robots: dict) -> dict:
 
 
 def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: dict,
-                     user_agent: str = USER_AGENT) -> dict:
+                     user_agent: str = USER_AGENT, hostile_hosts=()) -> dict:
     """What a correct crawl from ``seeds`` requests and finds.
 
     ``pages``: the manifest's ``pages`` (URL -> entry with ``status``,
@@ -834,8 +942,15 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
     from ``pages`` answer 404.  ``nodes`` are the requested URLs with status
     200 and content type text/html; ``edges`` the distinct ``(u, v)``, u != v,
     both nodes, v a followable link of u.
+
+    ``hostile_hosts`` (``host[:port]``, see :mod:`.hostile`): links to them
+    are neither requested nor out of scope; when given, the result has one
+    more key, ``hostile_links`` (the hostile URLs reached, sorted), and the
+    manifest's ``hostile`` section says what becomes of them.
     """
     served = set(hosts)
+    hostile = set(hostile_hosts)
+    hostile_seen: set[str] = set()
     parsers = _robots_parsers(robots)
     seen: set[str] = set()
     requested: list[str] = []
@@ -848,6 +963,9 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
             return
         seen.add(url)
         scheme, net, _ = _split(url)
+        if hostile and net in hostile and scheme == "http":
+            hostile_seen.add(url)
+            return
         if scheme != "http" or net not in served:
             oos.add(url)
             return
@@ -876,7 +994,7 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
             nodes.append(u)
     nodeset = set(nodes)
     edges = sorted({(u, v) for u in nodes for v in pages[u]["links"] if v != u and v in nodeset})
-    return {
+    out = {
         "requested": sorted(requested),
         "nodes": sorted(nodes),
         "edges": [list(e) for e in edges],
@@ -884,6 +1002,9 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
         "out_of_scope_links": sorted(oos),
         "statuses": dict(sorted(statuses.items())),
     }
+    if hostile:
+        out["hostile_links"] = sorted(hostile_seen)
+    return out
 
 
 # --------------------------------------------------------------------------- driver
@@ -899,15 +1020,19 @@ def _check_addr(addr: str) -> None:
 
 
 def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 0,
-                 addr: str = "127.0.0.1", port: int, features: bool = True, **knobs) -> dict:
+                 addr: str = "127.0.0.1", port: int, features: bool = True, hostile=None, **knobs) -> dict:
     """Write a synthetic web into ``out_dir`` and return its manifest.
 
     ``n_pages`` counts the ordinary HTML pages (roots included, at least one per
     host); redirects, 500 pages, non-HTML files, duplicates, hidden and query
     pages come on top.  ``features=False`` turns all traps and errors off (see
-    :data:`DEFAULT_KNOBS`); any knob given explicitly wins.  Existing
-    ``sites/`` content in ``out_dir`` is replaced.
+    :data:`DEFAULT_KNOBS`); any knob given explicitly wins.  ``hostile``
+    adds hostile hosts (see "Hostile hosts" above; None, the default, adds
+    none and changes nothing).  Existing ``sites/`` content in ``out_dir`` is
+    replaced.
     """
+    from .hostile import hostile_spec
+    hspec = hostile_spec(hostile)
     _check_addr(addr)
     if not (1 <= int(port) <= 65535):
         raise ValueError(f"port {port} out of range 1..65535")
@@ -1062,6 +1187,9 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
         routes[p.host][p.path] = r
     routes_doc = {"format": ROUTES_FORMAT, "static_fallback": False,
                   "hosts": {h: dict(sorted(v.items())) for h, v in routes.items()}}
+    if hspec:
+        _add_hostile(g, hspec, manifest, routes_doc, sites, robots_by_net)
+        resolve = manifest["resolve"]
 
     # write the rest
     css = b"body { font-family: sans-serif; max-width: 50em; }\n"
@@ -1077,6 +1205,99 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
     _write_text(out / "resolve.txt", "".join(r + "\n" for r in resolve))
     _write_text(out / "manifest.json", json.dumps(manifest, indent=indent) + "\n")
     return manifest
+
+
+def _add_hostile(g: "_Gen", hspec: dict, manifest: dict, routes_doc: dict, sites: Path, robots_by_net: dict) -> None:
+    """Add the hostile hosts of ``hspec``: files, routes, links from normal pages, manifest sections.
+
+    Runs after the normal web is complete; it only appends one paragraph of
+    absolute links to a few reachable normal pages (chosen with a separate
+    random stream), so every other byte of the normal web stays the same and
+    the normal ``expected`` sets are unchanged (checked).
+    """
+    from .hostile import build_hostile
+
+    hh = build_hostile(hspec, addr=g.addr, port=g.port, seed=g.seed)
+    pages, expected = manifest["pages"], manifest["expected"]
+    clash = {h.host for h in hh} & set(g.hosts)
+    assert not clash, clash
+    dup_origs = {p.dup_of.url for p in g.pages.values() if p.dup_of is not None}
+    eligible = [u for u in expected["nodes"]
+                if (p := g.pages.get(u)) is not None and p.kind == "page" and not p.meta_nofollow
+                and p.base_href is None and p.dup_of is None and u not in dup_origs and p.file]
+    rng = random.Random(g.seed * 1_000_003 + 7)
+    added: dict[str, list[tuple[str, str]]] = {}
+    linked_from: dict[str, str] = {}
+    for h in hh:
+        src = rng.choice(eligible)
+        linked_from[h.mode] = src
+        added.setdefault(src, []).extend((h.mode, h.url(e)) for e in h.entries)
+    for src in sorted(added):
+        p = g.pages[src]
+        f = sites / p.host / p.file
+        body = f.read_bytes()
+        cut = body.rfind(b"</body></html>")
+        para = ("<p class=\"hostile\">" + " ".join(f"<a href=\"{u.replace('&', '&amp;')}\">{m}</a>"
+                                                   for m, u in added[src]) + "</p>\n").encode()
+        body = body[:cut] + para + body[cut:]
+        f.write_bytes(body)
+        e = pages[src]
+        e["links"] = list(dict.fromkeys(e["links"] + [u for _, u in added[src]]))
+        e["nofollow"] = [u for u in e["nofollow"] if u not in set(e["links"])]
+        e["bytes"] = len(body)
+    netlocs = [h.netloc for h in hh]
+    exp = compute_expected(pages, manifest["seeds"], manifest["hosts"], robots_by_net, hostile_hosts=netlocs)
+    linked = exp.pop("hostile_links")
+    assert exp == expected, "hostile links changed the normal expectations"
+    assert set(linked) == {h.url(e) for h in hh for e in h.entries}
+
+    for h in hh:
+        routes_doc["hosts"][h.host] = dict(sorted(h.routes.items()))
+        if h.modes:
+            routes_doc.setdefault("modes", {})[h.host] = h.modes
+        for rel, data in sorted(h.files.items()):
+            f = sites / h.host / rel
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_bytes(data)
+        (sites / h.host).mkdir(parents=True, exist_ok=True)
+
+    def urls(h, paths):
+        return [h.url(x) for x in paths]
+
+    info = {}
+    for h in hh:
+        info[h.mode] = {
+            "host": h.netloc,
+            "urls": urls(h, h.entries),
+            "linked_from": linked_from[h.mode],
+            "params": h.params,
+            "expect": h.expect,
+            "errors": h.errors,
+            "requested": urls(h, h.requested),
+            "not_requested": urls(h, h.not_requested),
+            "either": urls(h, h.either),
+            "bounded": h.bounded,
+            "out_of_scope_links": h.out_of_scope,
+            "never_contacted": h.never_contacted,
+            "facts": h.extra,
+        }
+    never = sorted({(a, int(p)) for h in hh for a, p in h.never_contacted})
+    manifest["counts"]["bytes"] = sum(e["bytes"] for e in pages.values())
+    manifest["counts"]["hostile_modes"] = len(hh)
+    manifest["hostile_hosts"] = netlocs
+    manifest["resolve"] = manifest["resolve"] + [f"{h.host}:{g.port}:{g.addr}" for h in hh]
+    manifest["hostile"] = info
+    manifest["expected_hostile"] = {
+        "hosts": netlocs,
+        "linked": linked,
+        "requested": sorted(u for h in hh for u in urls(h, h.requested)),
+        "not_requested": sorted(u for h in hh for u in urls(h, h.not_requested)),
+        "either": sorted(u for h in hh for u in urls(h, h.either)),
+        "bounded": sorted(u for h in hh if h.bounded for u in urls(h, h.entries)),
+        "unlisted": {h.mode: h.extra["unlisted"] for h in hh if "unlisted" in h.extra},
+        "out_of_scope_links": sorted({u for h in hh for u in h.out_of_scope}),
+        "never_contacted": [list(x) for x in never],
+    }
 
 
 def _write_text(path: Path, text: str) -> None:
