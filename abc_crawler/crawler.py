@@ -38,7 +38,7 @@ from .fetcher import Fetcher, Response
 from .frontier import Element, Frontier
 from .limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, InflateError, inflate, retry_delay, trap_reason
 from .ownership import Assignment
-from .parser import extract_links
+from .parser import charset_of, extract_links
 from .phases import PhaseClock
 from .robots import RobotsCache, robots_url
 from .scope import Scope
@@ -535,7 +535,7 @@ class RankCrawler:
             except InflateError as exc:
                 c.errors[exc.kind] += 1
                 return r.status, nbytes, False, [], 0
-            parsed = extract_links(body)
+            parsed = extract_links(body, charset_of(r.header("content-type")))
             if not parsed.ok:
                 c.errors["unparsable_html"] += 1
                 return r.status, nbytes, False, [], 0

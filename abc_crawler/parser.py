@@ -15,11 +15,12 @@ Examples
 """
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass, field
 
 from lxml import etree
 
-__all__ = ["ParsedPage", "extract_links"]
+__all__ = ["ParsedPage", "extract_links", "charset_of"]
 
 _PARSER = etree.HTMLParser(recover=True, no_network=True, remove_comments=True, remove_pis=True)
 _XP_BASE = etree.XPath("//base[@href][1]/@href")
@@ -36,12 +37,51 @@ class ParsedPage:
     meta_nofollow: bool = False
 
 
-def extract_links(body: bytes) -> ParsedPage:
-    """Hrefs of a page body (not yet joined with the page URL)."""
+_PARSERS: dict[str, etree.HTMLParser] = {}
+
+
+def charset_of(content_type: str | None) -> str | None:
+    """The charset parameter of a Content-Type header, if Python knows it (normalized name)."""
+    if not content_type:
+        return None
+    for part in content_type.split(";")[1:]:
+        k, _, v = part.partition("=")
+        if k.strip().lower() == "charset":
+            v = v.strip().strip("\"'")
+            try:
+                return codecs.lookup(v).name
+            except (LookupError, ValueError):
+                return None
+    return None
+
+
+def _parser(encoding: str | None) -> etree.HTMLParser:
+    if encoding is None:
+        return _PARSER
+    p = _PARSERS.get(encoding)
+    if p is None:
+        try:
+            p = etree.HTMLParser(recover=True, no_network=True, remove_comments=True, remove_pis=True,
+                                 encoding=encoding)
+        except LookupError:
+            p = _PARSER
+        _PARSERS[encoding] = p
+    return p
+
+
+def extract_links(body: bytes, encoding: str | None = None) -> ParsedPage:
+    """Hrefs of a page body (not yet joined with the page URL).
+
+    ``encoding`` is the charset of the HTTP Content-Type header, which takes
+    precedence over a ``<meta charset>`` in the page (HTML's encoding sniffing
+    order); without it lxml uses the page's own declaration.
+    """
     if not body or not body.strip():
         return ParsedPage(ok=False)
+    if body[:3] == b"\xef\xbb\xbf" or body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        encoding = None                        # a byte-order mark wins over the header
     try:
-        root = etree.fromstring(body, _PARSER)
+        root = etree.fromstring(body, _parser(encoding))
     except (etree.ParserError, ValueError):
         return ParsedPage(ok=False)
     if root is None:

@@ -196,7 +196,8 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         graph_stats["out_degree_hist"] = ks.get("out_degree_hist")
     per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
         k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "batches", "urls_per_connection",
-                          "connections", "robots_fetches", "duplicates", "slot_cuts", "phases", "clock_offset_s",
+                          "connections", "robots_fetches", "duplicates", "slot_cuts", "retries", "phases",
+                          "clock_offset_s",
                           "clock_rtt_s", "clock_syncs", "max_rss_kb")} for s in summaries]
     errors: dict[str, int] = {}
     links: dict[str, int] = {}
@@ -216,6 +217,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "pages_failed": total("pages_failed"),
         "pages_redirected": total("pages_redirected"),
         "requests": total("requests"),
+        "retries": total("retries"),
         "bytes_stored": total("bytes"),
         "wall_s": round(wall, 3),
         "pages_per_s": round(total("requests") / wall, 2) if wall > 0 else 0.0,

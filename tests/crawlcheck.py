@@ -119,7 +119,9 @@ def recompute_metrics(session: Path) -> dict:
     messages_thesis = len(pairs)
     k = g.ranks
     w_bytes = np.bincount(g.url_rank[req], weights=g.url_bytes[req], minlength=k)
-    w_req = np.bincount(g.url_rank[req], minlength=k)
+    w_req = np.bincount(g.url_rank[req], minlength=k).astype(np.int64)
+    stats = json.loads((session / "stats.json").read_text())
+    w_req += np.array([p.get("retries", 0) for p in stats["per_rank"]], dtype=np.int64)   # retries are requests too
 
     def imb(w):
         avg = w.sum() / k
@@ -139,9 +141,16 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
     stats = json.loads((session / "stats.json").read_text())
     m = recompute_metrics(session)
     g = m["graph"]
-    requested = {g.urls[i] for i in np.flatnonzero(g.url_rank >= 0)}
-    nodes = {g.urls[i] for i in g.node_url}
+    hostile_hosts = {h.split(":")[0] for h in manifest.get("hostile_hosts", [])}
+
+    def normal(url: str) -> bool:
+        return host_of(url).split(":")[0] not in hostile_hosts
+
+    requested_all = {g.urls[i] for i in np.flatnonzero(g.url_rank >= 0)}
+    requested = {u for u in requested_all if normal(u)}
+    nodes = {g.urls[i] for i in g.node_url if normal(g.urls[i])}
     edges = {(g.urls[g.node_url[s]], g.urls[g.node_url[d]]) for s, d in zip(g.edge_src, g.edge_dst)}
+    edges = {e for e in edges if normal(e[0]) and normal(e[1])}
     if complete:
         missing = set(exp["requested"]) - requested
         extra = requested - set(exp["requested"])
@@ -171,8 +180,10 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
     assert stats["imbalance"]["storage_pct"] == round(m["storage_pct"], 4)
     assert stats["imbalance"]["request_pct"] == round(m["request_pct"], 4)
     assert ex["wire_bytes"] <= ex["volume_bytes"]
-    assert stats["requests"] == len(requested)
-    assert stats["graph"]["nodes"] == len(nodes) and stats["graph"]["edges"] == len(edges)
+    assert stats["requests"] - stats.get("retries", 0) == len(requested_all)
+    assert stats["graph"]["nodes"] == g.n_nodes and stats["graph"]["edges"] == len(g.edge_src)
+    if not hostile_hosts:
+        assert g.n_nodes == len(nodes) and len(g.edge_src) == len(edges)
     if log is not None:
         rows = read_log(log)
         disallowed = set(exp["disallowed"])
@@ -180,11 +191,13 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
         netloc = (lambda h: h if port == 80 else f"{h}:{port}")
         hits = [r for r in rows if f"http://{netloc(r['host'])}{r['path']}" in disallowed]
         assert not hits, hits[:3]
-        robots = Counter((r["host"], r["rank"]) for r in rows if r["path"] == "/robots.txt")
+        robots = Counter((r["host"], r["rank"]) for r in rows if r["path"] == "/robots.txt"
+                         and r["host"] not in hostile_hosts)
         assert robots and max(robots.values()) == 1, robots.most_common(3)
-        served = {h.split(":")[0] for h in manifest["hosts"]}
+        served = {h.split(":")[0] for h in manifest["hosts"]} | hostile_hosts
         assert {r["host"].split(":")[0] for r in rows} <= served
-    return {"stats": stats, "metrics": m, "manifest": manifest, "requested": requested, "records": recs}
+    return {"stats": stats, "metrics": m, "manifest": manifest, "requested": requested,
+            "requested_all": requested_all, "records": recs}
 
 
 def host_overlaps(rows: list[dict]) -> int:
