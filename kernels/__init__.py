@@ -1,0 +1,20 @@
+"""Live graph statistics for rank 0: Cython kernels and their facade.
+
+This folder is installed as ``abc_crawler.kernels`` (setuptools
+``package-dir``); every ``_*.pyx`` here is built into an extension module of
+that package.
+
+* :class:`GraphStats` -- the facade the coordinator uses (DESIGN §6).
+* :class:`APSD` -- incremental all-pairs shortest distances (SPAWC Alg. 1).
+* :class:`SCC` -- incremental strongly connected components (SPAWC Alg. 2).
+* :class:`Degrees` -- in/out degree histograms and dangling nodes.
+* :mod:`.reference` -- pure-Python/NumPy references of the three kernels.
+* :mod:`.graphs` -- GraphBench-style insertion sequences (Ausiello, complete, ...).
+"""
+from abc_crawler.kernels._apsd import APSD
+from abc_crawler.kernels._degree import Degrees
+from abc_crawler.kernels._scc import SCC
+from abc_crawler.kernels._validation import DistanceOverflowError
+from abc_crawler.kernels.graphstats import GraphStats
+
+__all__ = ["GraphStats", "APSD", "SCC", "Degrees", "DistanceOverflowError"]

@@ -198,11 +198,12 @@ def ausiello_final_stats(n):
     return max(dists), sum(dists) / len(dists), (k - 2) * k * k
 
 
+@pytest.mark.parametrize("search", ["lists", "scan"])
 @pytest.mark.parametrize("n", [30, 90])
-def test_ausiello_sequence_exact(n):
+def test_ausiello_sequence_exact(n, search):
     g = graphs.ausiello(n)
     assert g.m == 4 * (n // 3) - 2
-    a, c, ref = APSD(n), SCC(n), ReferenceAPSD(n)
+    a, c, ref = APSD(n, search=search), SCC(n, search=search), ReferenceAPSD(n)
     # one edge per batch: every prefix is checked against the reference
     for e in range(g.m):
         a.add_edges(g.src[e:e + 1], g.dst[e:e + 1])
@@ -238,10 +239,11 @@ def test_ausiello_900_overflows_uint8_but_not_uint16():
     check_apsd(w, 900, g.src, g.dst)
 
 
+@pytest.mark.parametrize("search", ["lists", "scan"])
 @pytest.mark.parametrize("n", [1, 2, 5, 40])
-def test_complete_graph(n):
+def test_complete_graph(n, search):
     g = graphs.complete(n)
-    a, c = APSD(n), SCC(n)
+    a, c = APSD(n, search=search), SCC(n, search=search)
     assert a.add_edges(g.src, g.dst) == n * (n - 1)
     c.add_edges(g.src, g.dst)
     assert a.diameter == (1 if n > 1 else 0)
@@ -279,6 +281,57 @@ def test_overflow_detected_in_ancestor_rows():
     assert w.diameter == 255 and w.distance(0, 255) == 255
 
 
+def test_auto_search_drops_in_edge_lists_on_dense_graphs():
+    g = graphs.complete(700)             # 489,300 in-edges: ~2 MB of lists > 1 MiB + n^2/16
+    a = APSD(g.n)
+    for lo in range(0, g.m, 50_000):
+        a.add_edges(g.src[lo:lo + 50_000], g.dst[lo:lo + 50_000])
+        assert a.list_bytes <= a.nbytes // 16 + 2**20 + 4 * 50_000
+    assert (a.search, a.list_bytes) == ("scan", 0)
+    assert (a.diameter, a.avg_distance, a.reachable_pairs) == (1, 1.0, g.m)
+    # SCC keeps only closure-extending edges; a DAG in decreasing-gap order has
+    # nothing but those (n^2/2 of them).
+    n = 800
+    gap, j = np.divmod(np.arange(n * n), n)
+    keep = (gap >= 1) & (j + gap < n)
+    order = np.lexsort((j[keep], -gap[keep]))
+    src, dst = (j[keep] + gap[keep])[order].astype(I32), j[keep][order].astype(I32)
+    c = SCC(n)
+    c.add_edges(src, dst)
+    assert (c.search, c.inserted, c.count) == ("scan", src.size, n)
+    np.testing.assert_array_equal(c.closure(), np.tril(np.ones((n, n), bool)))
+    assert APSD(search="lists").search == "lists" and SCC(search="scan").search == "scan"
+    with pytest.raises(ValueError, match="search must be"):
+        APSD(search="bfs")
+
+
+def test_closing_a_long_cycle_overflows_the_search_buffers():
+    # Closing a 200-cycle changes every row; the per-row column/word lists of
+    # the search then exceed their buffers and rows fall back to the parent's
+    # list.  The answers must not change.
+    n = 200
+    path = np.arange(n, dtype=I32)
+    src, dst = np.r_[path[:-1], n - 1], np.r_[path[1:], 0]
+    a, c = APSD(n), SCC(n)
+    a.add_edges(src, dst)
+    c.add_edges(src, dst)
+    assert a.updates > 4 * a.capacity
+    check_apsd(a, n, src, dst)
+    check_scc(c, n, src, dst)
+    assert (a.diameter, c.count) == (n - 1, 1)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_crawl_order_sequence_batch_by_batch(seed):
+    g = graphs.crawl_like(400, seed=seed)
+    a, c = APSD(g.n), SCC(g.n)
+    for lo in range(0, g.m, 700):
+        a.add_edges(g.src[lo:lo + 700], g.dst[lo:lo + 700])
+        c.add_edges(g.src[lo:lo + 700], g.dst[lo:lo + 700])
+        check_apsd(a, g.n, g.src[:lo + 700], g.dst[:lo + 700])
+        check_scc(c, g.n, g.src[:lo + 700], g.dst[:lo + 700])
+
+
 # ------------------------------------------------------------ property tests
 @st.composite
 def operations(draw):
@@ -298,9 +351,9 @@ def operations(draw):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=operations())
-def test_kernels_match_scipy_and_references_batch_by_batch(ops):
-    a, c, g = APSD(), SCC(), Degrees()
+@given(ops=operations(), search=st.sampled_from(["lists", "scan"]))
+def test_kernels_match_scipy_and_references_batch_by_batch(ops, search):
+    a, c, g = APSD(search=search), SCC(search=search), Degrees()
     ra, rc, rg = ReferenceAPSD(), ReferenceSCC(), ReferenceDegrees()
     n, src, dst = 0, np.zeros(0, I32), np.zeros(0, I32)
     for op in ops:
@@ -330,12 +383,13 @@ def test_kernels_match_scipy_and_references_batch_by_batch(ops):
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(2, 60), seed=st.integers(0, 2**32 - 1), wide=st.booleans())
-def test_random_sequences_one_edge_at_a_time_against_bfs(n, seed, wide):
+@given(n=st.integers(2, 60), seed=st.integers(0, 2**32 - 1), wide=st.booleans(),
+       search=st.sampled_from(["lists", "scan"]))
+def test_random_sequences_one_edge_at_a_time_against_bfs(n, seed, wide, search):
     rng = np.random.default_rng(seed)
     m = int(rng.integers(1, 4 * n))
     src, dst = rng.integers(0, n, m).astype(I32), rng.integers(0, n, m).astype(I32)
-    a = APSD(n, dtype=np.uint16 if wide else np.uint8)
+    a = APSD(n, dtype=np.uint16 if wide else np.uint8, search=search)
     for e in range(m):
         a.add_edge(int(src[e]), int(dst[e]))
     np.testing.assert_array_equal(a.distances(), bfs_distances(n, src, dst, a.unreachable))
@@ -357,11 +411,12 @@ def test_capacity_grows_in_steps_with_many_add_nodes():
             k.add_edges(s, d)
         src += s.tolist()
         dst += d.tolist()
-        assert n <= a.capacity <= max(n + 64, int(1.125 * n) + 1)
+        assert n <= a.capacity <= max(n + 64, int(1.0625 * n) + 1)
         assert a.nbytes == n * a.capacity
         assert c.nbytes == n * c.capacity // 8
     # growth happened a few times, not once per node
     assert 3 <= len(caps) <= 12
+    assert a.search == c.search == "lists"
     check_apsd(a, n, src, dst)
     check_scc(c, n, src, dst)
 
@@ -373,8 +428,8 @@ def test_memory_stays_within_1_2_n_squared_for_large_n():
         c.add_nodes(7)
         n = a.n
         if n >= 1000:
-            assert a.nbytes <= 1.2 * n * n
-            assert c.nbytes <= 1.2 * n * n / 8 + 8 * n
+            assert a.nbytes <= 1.07 * n * n
+            assert c.nbytes <= 1.07 * n * n / 8 + 8 * n
 
 
 def test_growth_never_holds_two_matrices():
@@ -479,3 +534,15 @@ def test_add_edges_releases_the_gil():
     assert a.diameter == 1
     if elapsed > 0.1:
         assert ticks >= 0.25 * elapsed / 0.0011
+
+
+# ------------------------------------------------------------------ examples
+@pytest.mark.parametrize("module", ["_apsd", "_scc", "_degree", "_validation", "graphs",
+                                    "graphstats", "reference"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"abc_crawler.kernels.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

@@ -1,0 +1,164 @@
+"""Tests of the GraphStats facade (abc_crawler.kernels.GraphStats)."""
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+from abc_crawler.kernels import GraphStats, graphs
+from abc_crawler.kernels.reference import ReferenceDegrees, ReferenceSCC, bfs_distances, distance_stats
+
+I32 = np.int32
+KEYS = {"nodes", "edges", "scc_count", "dangling", "diameter", "avg_distance", "stats_nodes",
+        "capped", "in_degree_hist", "out_degree_hist", "duplicate_edges", "self_loops", "apsd_overflow"}
+
+
+def arr(xs):
+    return np.asarray(xs, dtype=I32)
+
+
+def expected(n, src, dst, cap=None):
+    """Summary computed from scratch with the references."""
+    deg = ReferenceDegrees(n)
+    deg.add_edges(src, dst)
+    k = n if cap is None else min(n, cap)
+    keep = (np.asarray(src) < k) & (np.asarray(dst) < k)
+    s, d = np.asarray(src)[keep], np.asarray(dst)[keep]
+    scc = ReferenceSCC(k)
+    scc.add_edges(s, d)
+    diameter, avg, _ = distance_stats(bfs_distances(k, s, d), 255)
+    return {"nodes": n, "edges": deg.edges, "scc_count": scc.count, "dangling": deg.dangling,
+            "diameter": diameter, "avg_distance": avg, "stats_nodes": k,
+            "capped": cap is not None and n > cap,
+            "in_degree_hist": deg.in_hist().tolist() if n else [],
+            "out_degree_hist": deg.out_hist().tolist() if n else [],
+            "duplicate_edges": deg.duplicates, "self_loops": deg.self_loops, "apsd_overflow": False}
+
+
+def test_summary_of_a_small_graph():
+    gs = GraphStats(max_nodes=100)
+    assert gs.add_nodes(4) == range(0, 4)
+    assert gs.add_edges(arr([0, 1, 2, 0, 0, 3]), arr([1, 2, 0, 1, 0, 3])) == 3
+    s = gs.summary()
+    assert set(s) == KEYS
+    assert s == {"nodes": 4, "edges": 3, "scc_count": 2, "dangling": 1, "diameter": 2,
+                 "avg_distance": 1.5, "stats_nodes": 4, "capped": False,
+                 "in_degree_hist": [1, 3], "out_degree_hist": [1, 3],
+                 "duplicate_edges": 1, "self_loops": 2, "apsd_overflow": False}
+    assert gs.scc_labels().tolist() == [0, 0, 0, 1]
+
+
+def test_empty_summary():
+    s = GraphStats().summary()
+    assert (s["nodes"], s["edges"], s["scc_count"], s["diameter"], s["avg_distance"]) == (0, 0, 0, 0, 0.0)
+    assert s["in_degree_hist"] == [] and s["dangling"] == 0 and not s["capped"]
+
+
+def test_summary_matches_references_batch_by_batch():
+    g = graphs.crawl_like(120, seed=5)
+    gs = GraphStats(max_nodes=None)
+    gs.add_nodes(g.n)
+    for lo in range(0, g.m, 97):
+        gs.add_edges(g.src[lo:lo + 97], g.dst[lo:lo + 97])
+        got, want = gs.summary(), expected(g.n, g.src[:lo + 97], g.dst[:lo + 97])
+        assert got.pop("avg_distance") == pytest.approx(want.pop("avg_distance"), rel=1e-12)
+        assert got == want
+
+
+def test_nodes_arrive_over_time_like_the_coordinator():
+    # UPDATE GRAPH: a page gets its id when crawled, then its edges enter.
+    g = graphs.crawl_like(150, seed=2)
+    gs = GraphStats(max_nodes=1000)
+    order = np.maximum(g.src, g.dst)          # an edge can enter once both ends exist
+    for v in range(g.n):
+        gs.add_nodes(1)
+        sel = order == v
+        gs.add_edges(g.src[sel], g.dst[sel])
+    got, want = gs.summary(), expected(g.n, g.src, g.dst)
+    assert got.pop("avg_distance") == pytest.approx(want.pop("avg_distance"), rel=1e-12)
+    assert got == want
+
+
+def test_cap_degrees_cover_everything_distances_only_the_first_nodes():
+    rng = np.random.default_rng(11)
+    n, cap = 40, 25
+    src, dst = rng.integers(0, n, 300).astype(I32), rng.integers(0, n, 300).astype(I32)
+    gs = GraphStats(max_nodes=cap)
+    gs.add_nodes(10)
+    gs.add_nodes(30)                          # crosses the cap inside one call
+    gs.add_edges(src, dst)
+    s = gs.summary()
+    assert s["capped"] and s["stats_nodes"] == cap and s["nodes"] == n
+    got, want = s, expected(n, src, dst, cap=cap)
+    assert got.pop("avg_distance") == pytest.approx(want.pop("avg_distance"), rel=1e-12)
+    assert got == want
+    assert gs.scc_labels().shape == (cap,)
+
+
+def test_disabled_kernels_report_none():
+    gs = GraphStats(max_nodes=10, enable_apsd=False, enable_scc=False)
+    gs.add_nodes(3)
+    gs.add_edges(arr([0, 1]), arr([1, 2]))
+    s = gs.summary()
+    assert s["scc_count"] is None and s["diameter"] is None and s["avg_distance"] is None
+    assert s["edges"] == 2 and s["dangling"] == 1
+    with pytest.raises(ValueError, match="disabled"):
+        gs.scc_labels()
+
+
+def test_distance_overflow_stops_distances_only(caplog):
+    gs = GraphStats(max_nodes=None)
+    gs.add_nodes(300)
+    path = np.arange(300, dtype=I32)
+    with caplog.at_level(logging.WARNING, logger="abc_crawler.kernels.graphstats"):
+        assert gs.add_edges(path[:-1], path[1:]) == 299
+    assert "distance statistics stopped" in caplog.text
+    s = gs.summary()
+    assert s["apsd_overflow"] and s["diameter"] is None and s["avg_distance"] is None
+    assert s["edges"] == 299 and s["scc_count"] == 300 and s["dangling"] == 1
+    gs.add_nodes(5)                            # keeps working
+    gs.add_edges(arr([299]), arr([0]))
+    assert gs.summary()["scc_count"] == 6
+    wide = GraphStats(max_nodes=None, apsd_dtype=np.uint16)
+    wide.add_nodes(300)
+    wide.add_edges(path[:-1], path[1:])
+    assert wide.summary()["diameter"] == 299
+
+
+def test_validation_rejects_the_whole_batch():
+    gs = GraphStats(max_nodes=5)
+    gs.add_nodes(10)
+    with pytest.raises(ValueError, match=r"^edge 3: \(5, 17\): node id 17 out of range \[0, 10\)$"):
+        gs.add_edges(arr([0, 1, 2, 5]), arr([1, 2, 3, 17]))
+    assert gs.summary()["edges"] == 0
+    with pytest.raises(ValueError, match=">= 0"):
+        gs.add_nodes(-1)
+    with pytest.raises(ValueError, match="integer"):
+        GraphStats(max_nodes="many")
+
+
+def test_worker_thread_and_concurrent_summaries():
+    g = graphs.complete(200)
+    gs = GraphStats(max_nodes=500)
+    gs.add_nodes(g.n)
+    errors = []
+
+    def work():
+        try:
+            for lo in range(0, g.m, 2000):
+                gs.add_edges(g.src[lo:lo + 2000], g.dst[lo:lo + 2000])
+        except Exception as exc:              # pragma: no cover - reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    seen = []
+    while t.is_alive():
+        seen.append(gs.summary()["edges"])    # consistent snapshots between batches
+    t.join()
+    assert not errors
+    assert all(e % 2000 == 0 or e == g.m for e in seen)
+    s = gs.summary()
+    assert (s["edges"], s["scc_count"], s["diameter"], s["avg_distance"]) == (g.m, 1, 1, 1.0)
