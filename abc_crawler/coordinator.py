@@ -16,6 +16,7 @@ found on them, with the text of every URL the rank has not reported before.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import queue
 import threading
@@ -78,9 +79,10 @@ def decode_report(data: bytes) -> dict:
 class KernelWorker:
     """Feeds node and edge batches to the statistics kernels in a worker thread."""
 
-    def __init__(self, max_nodes: int):
+    def __init__(self, max_nodes: int, nice: int = 10):
         from .kernels import GraphStats  # the Cython kernels (kernels/ folder)
 
+        self.nice = nice
         self.stats = GraphStats(max_nodes=max_nodes)
         self._q: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -90,6 +92,12 @@ class KernelWorker:
         self._thread.start()
 
     def _run(self) -> None:
+        # The kernels are CPU-bound; at a lower priority they take what the crawl leaves
+        # (ranks usually outnumber cores), so rank 0 keeps crawling at full speed.
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
+        except (AttributeError, OSError):
+            pass
         while True:
             item = self._q.get()
             if item is None:
