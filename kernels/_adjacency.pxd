@@ -1,9 +1,9 @@
 # cython: language_level=3
-"""In-neighbour lists of a growing digraph, for the kernels' reverse searches.
+"""In-neighbour lists of a growing digraph, for APSD's reverse search.
 
 ``AdjLists`` holds, for every node v, the nodes u of the edges u -> v
-inserted so far (each edge once: the kernels append only edges that are new
-to them).  Lists are ``PyMem_Raw*`` blocks that double when full, so an
+inserted so far (each edge once: APSD appends only edges that are new to
+it).  Lists are ``PyMem_Raw*`` blocks that double when full, so an
 append is amortized O(1) and may run without the GIL.  Memory: 16 bytes per
 node plus 4-8 bytes per edge.
 """

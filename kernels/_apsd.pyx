@@ -25,7 +25,10 @@ changes nothing:
   of column i) is not needed.  The search needs in-edge lists (4-8 bytes
   per edge); on dense graphs, where those would outgrow the matrix, the
   kernel falls back to the scan, still skipping rows that are not improved
-  in O(1) each (``search=`` in :class:`APSD`).
+  in O(1) each (``search=`` in :class:`APSD`).  Measured
+  (``docs/benchmarks/kernels.md``): on a crawl-order graph with n = 20000
+  the search takes 140 s and the scan 160 s; up to n = 10000, and on
+  Ausiello's sequence, the prefetched scan is as fast or faster.
 
 A histogram of the finite distances over ordered pairs u != v, the number of
 such pairs and the sum of their distances are adjusted on every cell change,
@@ -36,23 +39,14 @@ cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t
 from libc.string cimport memcpy
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define ABC_PREFETCH(p) __builtin_prefetch((const void *)(p))
-    #else
-    #define ABC_PREFETCH(p) ((void)0)
-    #endif
-    """
-    void ABC_PREFETCH(const void* p) noexcept nogil
-
 import numpy as np
 
-from kernels._types cimport (KERNEL_DIST_OVERFLOW, KERNEL_NO_MEMORY, KERNEL_OK,
-                             LIST_BUDGET_FLOOR, UNREACHABLE_U16, UNREACHABLE_U8,
-                             dist_t, grown_capacity, node_t)
-from kernels._rowstore cimport (RowStore, rowstore_add_rows, rowstore_free,
-                                rowstore_init, rowstore_set_row_bytes)
+from kernels._types cimport (ABC_PREFETCH, KERNEL_DIST_OVERFLOW, KERNEL_NO_MEMORY,
+                             KERNEL_OK, LIST_BUDGET_FLOOR, PREFETCH_AHEAD,
+                             UNREACHABLE_U16, UNREACHABLE_U8, dist_t, grown_capacity,
+                             node_t)
+from kernels._rowstore cimport (HUGE_MATRIX, RowStore, rowstore_add_rows, rowstore_free,
+                                rowstore_init, rowstore_nbytes, rowstore_set_row_bytes)
 from kernels._adjacency cimport (AdjLists, adj_add_nodes, adj_append, adj_free, adj_init,
                                  adj_nbytes)
 
@@ -60,9 +54,6 @@ from abc_crawler.kernels._validation import (DistanceOverflowError, as_count,
                                              as_edge_arrays)
 
 __all__ = ["APSD"]
-
-cdef enum:
-    PREFETCH_AHEAD = 8
 
 
 cdef struct ApsdTally:
@@ -374,7 +365,8 @@ cdef class APSD:
     list_bytes : int
         Bytes held by the in-edge lists.
     nbytes : int
-        Bytes allocated for the distance matrix.
+        Bytes allocated for the distance matrix (n rows of ``capacity``
+        cells, plus the unused tail of the last slab, < 2 MiB).
 
     Raises
     ------
@@ -387,12 +379,14 @@ cdef class APSD:
 
     Notes
     -----
-    Memory: one heap block per row; the row length (column capacity) grows
-    by 1/16 of itself (at least 64 columns), rows are allocated as nodes
-    arrive.  The matrix holds ``n * cap`` cells with ``cap <= 1.0625 n + 64``,
-    i.e. at most about 1.0625 n^2 bytes (uint8) for large n, and growing the
-    columns reallocates one row at a time, so the peak during growth exceeds
-    the new size by one row only.  The in-edge lists take 4-8 bytes per edge
+    Memory: rows live in slabs (``_rowstore.pxd``; 2 MiB huge-page slabs
+    for rows of 2 KiB or more); the row length (column capacity) grows by
+    1/16 of itself (at least 64 columns), rows are added as nodes arrive.
+    The matrix holds ``n * cap`` cells with ``cap <= 1.0625 n + 64``, i.e.
+    at most about 1.0625 n^2 bytes (uint8) for large n, plus < 1 slab; growing
+    the columns copies the rows slab by slab, so the peak during growth
+    exceeds the new size by about two slabs (4 MiB), not by a second
+    matrix.  The in-edge lists take 4-8 bytes per edge
     plus 16 per node; "auto" caps them at 1/16 of the matrix + 1 MiB, so the
     total stays below about 1.125 n^2 + 1 MiB.  Add 32 bytes per column
     (work buffers of the search) and 2 KiB for the histogram (512 KiB for
@@ -505,12 +499,16 @@ cdef class APSD:
         cdef Py_ssize_t need = n + k, new_cap, r
         if k == 0:
             return
+        if self._store.broken:
+            raise MemoryError("APSD ran out of memory while growing and is unusable")
         if self._limit >= 0 and need > self._limit:
             raise ValueError(f"cannot add {k} nodes to {n}: max_nodes is {self._limit}")
         if need > self._cap:
             new_cap = grown_capacity(self._cap, need, self._limit)
-            if rowstore_set_row_bytes(&self._store, new_cap * self._itemsize, 0xFF) != 0:
-                raise MemoryError(f"APSD: cannot grow rows to {new_cap} columns")
+            if rowstore_set_row_bytes(&self._store, new_cap * self._itemsize, 0xFF,
+                                      new_cap * new_cap * self._itemsize >= HUGE_MATRIX) != 0:
+                raise MemoryError(f"APSD: cannot grow rows to {new_cap} columns"
+                                  + ("; the instance is unusable" if self._store.broken else ""))
             self._cols = np.zeros(4 * new_cap, dtype=np.int32)
             self._queue = np.zeros(new_cap, dtype=np.int32)
             self._q_off = np.zeros(new_cap, dtype=np.intp)
@@ -608,6 +606,8 @@ cdef class APSD:
         return self.add_edges(np.array([i], dtype=np.int64), np.array([j], dtype=np.int64)) == 1
 
     cdef _check_usable(self):
+        if self._store.broken:
+            raise MemoryError("APSD ran out of memory while growing and is unusable")
         if self._overflowed:
             raise DistanceOverflowError("APSD overflowed earlier and is incomplete: " + self._overflow_msg)
 
@@ -649,7 +649,7 @@ cdef class APSD:
 
     @property
     def nbytes(self):
-        return self._store.n_rows * self._store.row_bytes
+        return rowstore_nbytes(&self._store)
 
     @property
     def inserted(self):

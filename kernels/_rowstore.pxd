@@ -9,12 +9,14 @@ the transient extra memory is about two slabs, never a second matrix.  With
 the column policy of ``grown_capacity`` the matrix holds at most
 ~1.0625 n^2 cells (n = rows in use), plus the unused tail of the last slab.
 
-Slabs of short rows (< 2 KiB) hold 64 KiB and come from ``PyMem_RawMalloc``.
-Slabs of long rows are 2 MiB-aligned anonymous mappings of whole 2 MiB
-pages, marked ``MADV_HUGEPAGE`` on Linux: the kernels touch rows all over a
-matrix of hundreds of MB, and with 4 KiB pages nearly every access is a TLB
-miss (measured: about 1.4x faster at n = 10000 with huge pages).  Both
-kinds are reported to ``tracemalloc``.
+Small matrices use slabs of up to 64 KiB from ``PyMem_RawMalloc``.  Large ones
+(the caller decides: the kernels ask for it from 32 MiB on) use 2 MiB
+slabs that are 2 MiB-aligned anonymous mappings marked ``MADV_HUGEPAGE``
+on Linux: the kernels touch rows all over a matrix of hundreds of MB, and
+with 4 KiB pages nearly every access is a TLB miss (measured: about 1.4x
+faster at n = 10000 with huge pages).  The unused tail of the last slab is
+at most one slab, i.e. < 64 KiB or < 2 MiB (under 6 % of a 32 MiB matrix).
+Both kinds are reported to ``tracemalloc``.
 
 Cells past the used columns are kept at the fill byte (0xFF for distance
 matrices = unreachable, 0x00 for bit matrices), so a new column is already
@@ -66,8 +68,8 @@ cdef extern from *:
     size_t ABC_HUGE_PAGE
 
 cdef enum:
-    SMALL_SLAB = 1 << 16        # bytes per slab of short rows
-    LONG_ROW = 2048             # rows this long go to huge-page slabs
+    SMALL_SLAB = 1 << 16        # bytes per slab of a small matrix
+    HUGE_MATRIX = 1 << 25       # the kernels use huge-page slabs from 32 MiB on
 
 
 cdef struct Slab:
@@ -85,6 +87,7 @@ cdef struct RowStore:
     Py_ssize_t n_slabs
     Py_ssize_t slabs_cap
     Py_ssize_t slab_rows    # rows per slab for the current row_bytes
+    int huge                # current slabs are huge-page mappings
     int broken              # a failed re-layout: only rowstore_free is allowed
 
 
@@ -97,20 +100,28 @@ cdef inline void rowstore_init(RowStore* s) noexcept nogil:
     s.n_slabs = 0
     s.slabs_cap = 0
     s.slab_rows = 1
+    s.huge = 0
     s.broken = 0
 
 
-cdef inline void _slab_layout(Py_ssize_t row_bytes, Py_ssize_t* slab_rows,
-                              Py_ssize_t* nbytes, int* huge) noexcept nogil:
+cdef inline void _slab_layout(Py_ssize_t row_bytes, int huge, Py_ssize_t* slab_rows,
+                              Py_ssize_t* nbytes) noexcept nogil:
     cdef Py_ssize_t hp = <Py_ssize_t> ABC_HUGE_PAGE
-    if row_bytes >= LONG_ROW:
-        huge[0] = 1
+    if row_bytes <= 0:
+        slab_rows[0] = SMALL_SLAB
+        nbytes[0] = 1
+    elif huge:
         slab_rows[0] = hp // row_bytes if row_bytes <= hp else 1
         nbytes[0] = (slab_rows[0] * row_bytes + hp - 1) // hp * hp
     else:
-        huge[0] = 0
-        slab_rows[0] = SMALL_SLAB // row_bytes if row_bytes > 0 else SMALL_SLAB
-        nbytes[0] = slab_rows[0] * row_bytes if row_bytes > 0 else 1
+        # 64 KiB, but no more rows than a row has bytes (or 16): tiny
+        # matrices stay tiny.
+        slab_rows[0] = SMALL_SLAB // row_bytes if row_bytes <= SMALL_SLAB else 1
+        if slab_rows[0] > row_bytes and row_bytes >= 16:
+            slab_rows[0] = row_bytes
+        elif slab_rows[0] > 16 and row_bytes < 16:
+            slab_rows[0] = 16
+        nbytes[0] = slab_rows[0] * row_bytes
 
 
 cdef inline char* _slab_alloc(Py_ssize_t nbytes, int huge) noexcept nogil:
@@ -163,27 +174,28 @@ cdef inline Py_ssize_t rowstore_nbytes(RowStore* s) noexcept nogil:
 
 
 cdef inline int rowstore_set_row_bytes(RowStore* s, Py_ssize_t new_bytes,
-                                       int fill) noexcept nogil:
-    """Lengthen every row to ``new_bytes``, the new tail set to ``fill``.
+                                       int fill, int huge) noexcept nogil:
+    """Lengthen every row to ``new_bytes``, the new tail set to ``fill``; the
+    slabs become huge-page slabs if ``huge``.
 
     Returns 0; -1 when out of memory before anything moved (the store is
     unchanged); -2 when out of memory half-way (the store is broken).
     """
     cdef Py_ssize_t r = 0, old_rows = s.slab_rows, new_rows, slab_bytes, n_new = 0, new_cap = 0
-    cdef int huge
     cdef Slab* new_slabs = NULL
     cdef char* p
     cdef char* row
     if new_bytes <= s.row_bytes:
         return 0
-    _slab_layout(new_bytes, &new_rows, &slab_bytes, &huge)
+    _slab_layout(new_bytes, huge, &new_rows, &slab_bytes)
     if s.n_rows == 0:
         s.row_bytes = new_bytes
         s.slab_rows = new_rows
+        s.huge = huge
         return 0
-    # new_rows <= old_rows (rows get longer), so the new slabs fill up no
-    # later than the old ones empty; each old slab is freed once its last
-    # row is copied.
+    # Copy the rows in order; a new slab is allocated when the previous one
+    # is full and an old slab is freed as soon as its last row is copied, so
+    # at most one new and one old slab are partly used at any time.
     for r in range(s.n_rows):
         if r % new_rows == 0:
             if _slabs_reserve(&new_slabs, &new_cap, n_new + 1) != 0:
@@ -208,6 +220,7 @@ cdef inline int rowstore_set_row_bytes(RowStore* s, Py_ssize_t new_bytes,
         s.slabs_cap = new_cap
         s.row_bytes = new_bytes
         s.slab_rows = new_rows
+        s.huge = huge
         return 0
     # Out of memory at row r.
     if r == 0:
@@ -226,8 +239,7 @@ cdef inline int rowstore_add_rows(RowStore* s, Py_ssize_t k, int fill) noexcept 
 
     All or nothing: returns 0, or -1 when out of memory (no row added).
     """
-    cdef Py_ssize_t r, new_cap, first_slab = s.n_slabs, slab_bytes, slab_rows
-    cdef int huge
+    cdef Py_ssize_t r, new_cap, first_slab = s.n_slabs, slab_bytes, slab_rows = s.slab_rows
     cdef char** table
     cdef char* p
     if k <= 0:
@@ -241,13 +253,16 @@ cdef inline int rowstore_add_rows(RowStore* s, Py_ssize_t k, int fill) noexcept 
             return -1
         s.rows = table
         s.table_cap = new_cap
-    _slab_layout(s.row_bytes, &slab_rows, &slab_bytes, &huge)
-    # (slab_rows == s.slab_rows: both follow from row_bytes)
+    slab_bytes = slab_rows * s.row_bytes
+    if s.huge:
+        slab_bytes = (slab_bytes + <Py_ssize_t> ABC_HUGE_PAGE - 1) // <Py_ssize_t> ABC_HUGE_PAGE * <Py_ssize_t> ABC_HUGE_PAGE
+    elif slab_bytes <= 0:
+        slab_bytes = 1
     for r in range(s.n_rows, s.n_rows + k):
         if r // slab_rows >= s.n_slabs:
             p = NULL
             if _slabs_reserve(&s.slabs, &s.slabs_cap, s.n_slabs + 1) == 0:
-                p = _slab_alloc(slab_bytes, huge)
+                p = _slab_alloc(slab_bytes, s.huge)
             if p == NULL:
                 while s.n_slabs > first_slab:
                     s.n_slabs -= 1
@@ -255,7 +270,7 @@ cdef inline int rowstore_add_rows(RowStore* s, Py_ssize_t k, int fill) noexcept 
                 return -1
             s.slabs[s.n_slabs].ptr = p
             s.slabs[s.n_slabs].nbytes = slab_bytes
-            s.slabs[s.n_slabs].huge = huge
+            s.slabs[s.n_slabs].huge = s.huge
             s.n_slabs += 1
     for r in range(s.n_rows, s.n_rows + k):
         s.rows[r] = s.slabs[r // slab_rows].ptr + (r % slab_rows) * s.row_bytes

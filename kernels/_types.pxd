@@ -32,6 +32,22 @@ cdef enum:
     WORD_SHIFT = 6
     WORD_MASK = 63
 
+# Ask the CPU to start loading the cache line at p: the kernels read rows
+# all over an O(n^2) matrix and issue this a few rows ahead of use, so that
+# the misses overlap instead of queueing.
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define ABC_PREFETCH(p) __builtin_prefetch((const void *)(p))
+    #else
+    #define ABC_PREFETCH(p) ((void)0)
+    #endif
+    """
+    void ABC_PREFETCH(const void* p) noexcept nogil
+
+cdef enum:
+    PREFETCH_AHEAD = 8          # rows ahead
+
 # Return codes of the nogil kernels; the Python layer turns them into
 # exceptions that name the edge being inserted.
 cdef enum:
@@ -62,11 +78,11 @@ cdef inline Py_ssize_t grown_capacity(Py_ssize_t cap, Py_ssize_t need,
     return new_cap
 
 
-# In-edge lists (``_adjacency.pxd``) speed up the kernels' searches but cost
-# 4-8 bytes per edge, which on dense graphs outgrows the matrix.  In the
-# default "auto" mode a kernel drops them, for good, once they would exceed
-# 1/16 of its matrix plus this floor, and falls back to the paper's column
-# scan.  (The floor keeps small graphs, whose matrices are tiny, on lists.)
+# In-edge lists (``_adjacency.pxd``) speed up APSD's search but cost 4-8
+# bytes per edge, which on dense graphs outgrows the matrix.  In the default
+# "auto" mode APSD drops them, for good, once they would exceed 1/16 of its
+# matrix plus this floor, and falls back to the paper's column scan.  (The
+# floor keeps small graphs, whose matrices are tiny, on lists.)
 cdef enum:
     LIST_BUDGET_FLOOR = 1 << 20
 

@@ -36,7 +36,7 @@ class GraphStats:
         and distance statistics; degrees, ``dangling``, ``nodes`` and
         ``edges`` always cover the whole graph.  None: no cap.  Default 20000
         (when full: 400 MB for the distance matrix, 50 MB for the closure,
-        plus in-edge lists of at most 1/16 of each).
+        and APSD's in-edge lists, at most 1/16 of its matrix + 1 MiB).
     enable_apsd, enable_scc : bool, optional
         Run the distance / component kernels (default True).  A disabled
         kernel allocates nothing and its summary keys are None.
@@ -54,9 +54,9 @@ class GraphStats:
     Repeated edges and self-loops are ignored (counted in ``duplicate_edges``
     and ``self_loops``); only new edges reach the O(n^2) kernels.
 
-    If the SCC or distance kernel cannot allocate memory while growing, it
-    is dropped with a logged warning and its keys become None; the crawl and
-    the other statistics carry on.
+    If the SCC or distance kernel cannot allocate memory, it is dropped with
+    a logged warning and its keys become None; the crawl and the other
+    statistics carry on.
 
     If a shortest distance inside the cap ever reaches 255 hops (uint8),
     the distance kernel stops (it never reports a clipped value): a warning
@@ -166,6 +166,9 @@ class GraphStats:
                         except DistanceOverflowError as exc:
                             self._apsd_overflow = str(exc)
                             log.warning("distance statistics stopped: %s", exc)
+                        except MemoryError as exc:      # its in-edge lists could not grow
+                            log.warning("distance statistics stopped: %s", exc)
+                            self._apsd = None
             return added
 
     @property

@@ -1,0 +1,334 @@
+#!/usr/bin/env python
+"""GraphBench for the live-statistics kernels, in the spirit of SPAWC Appendix C.
+
+Every graph is an edge *insertion sequence* (``abc_crawler.kernels.graphs``):
+Ausiello's sequence needing Omega(n^3) distance updates (a300, a900, a1500),
+complete graphs (c100 .. c800), the small sanity graphs (sc1 .. sc3), a
+synthetic crawl-order web graph (crawl<n>), and optionally the crawled graph
+of a session (``--session DIR``, edges in crawl order from ``graph.npz``).
+
+For each graph the edges are fed in batches (``--batch``) to the APSD and SCC
+kernels and to the whole :class:`GraphStats` facade, and the script prints
+
+* n, edges (insertions), CPU seconds (median of ``--runs``), microseconds
+  per edge, and the peak memory traced during the run (tracemalloc sees the
+  kernels' ``PyMem_Raw*`` blocks and NumPy buffers) as MiB and per n^2
+  (``--search scan`` times APSD with the paper's column scan instead of
+  the in-edge search);
+* the baseline of recomputing all-pairs BFS with scipy after every batch
+  (``shortest_path(unweighted=True)``); when there are more batches than
+  ``--scipy-samples``, that many evenly spaced batches are timed and the
+  total is extrapolated (marked ``~``);
+* NetworKit's ``DynAPSP`` fed the same batches (``updateBatch``), if
+  ``networkit`` is importable, in a subprocess with ``--nk-timeout``.
+
+Usage::
+
+    python bench/graphbench.py                 # the full set (tens of minutes)
+    python bench/graphbench.py --quick         # small graphs, one run, seconds
+    python bench/graphbench.py --graphs a300,c200 --runs 5
+    python bench/graphbench.py --session sessions/s1 --markdown
+
+Seconds are CPU seconds of this process (``time.process_time``): the
+kernels are single-threaded, so on an idle machine they equal wall time, and
+they are less disturbed by other load.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+
+from abc_crawler.kernels import APSD, SCC, DistanceOverflowError, GraphStats, graphs
+from abc_crawler.kernels.graphs import EdgeSequence
+
+FULL = ["sc1", "sc2", "sc3", "a300", "a900", "a1500", "c100", "c200", "c400", "c800", "crawl5000"]
+QUICK = ["sc1", "sc2", "sc3", "a300", "c100", "c200", "crawl1500"]
+MiB = 1024 * 1024
+
+
+# ------------------------------------------------------------------- graphs
+def make_graph(name: str) -> EdgeSequence:
+    """The insertion sequence called ``name`` (see the module docstring)."""
+    if name.startswith("session:"):
+        return graphs.from_session(name[len("session:"):])
+    sanity = {g.name: g for g in graphs.sanity_graphs()}
+    if name in sanity:
+        return sanity[name]
+    for prefix, make in (("crawl", graphs.crawl_like), ("a", graphs.ausiello), ("c", graphs.complete)):
+        if name.startswith(prefix) and name[len(prefix):].isdigit():
+            return make(int(name[len(prefix):]))
+    raise SystemExit(f"graphbench: unknown graph {name!r} (try {', '.join(FULL)}, crawl<n>, a<n>, c<n>)")
+
+
+def batches(g: EdgeSequence, size: int):
+    for lo in range(0, g.m, size):
+        yield g.src[lo:lo + size], g.dst[lo:lo + size]
+
+
+# ------------------------------------------------------------ measurements
+def feed(kernel, g: EdgeSequence, batch: int):
+    for s, d in batches(g, batch):
+        kernel.add_edges(s, d)
+    return kernel
+
+
+SEARCH = "auto"          # set from --search
+
+
+def make_apsd(g, dtype):
+    return APSD(g.n, dtype=dtype, search=SEARCH)
+
+
+def make_scc(g, _dtype):
+    return SCC(g.n)
+
+
+def make_stats(g, dtype):
+    gs = GraphStats(max_nodes=g.n, apsd_dtype=dtype)
+    gs.add_nodes(g.n)
+    return gs
+
+
+def cpu_seconds(make, g, dtype, batch, runs):
+    """Median CPU seconds of building the kernel and inserting every batch."""
+    times = []
+    for _ in range(runs):
+        t = time.process_time()
+        feed(make(g, dtype), g, batch)
+        times.append(time.process_time() - t)
+    return statistics.median(times), times
+
+
+def peak_bytes(make, g, dtype, batch):
+    """Peak traced memory of one run, and the kernel's final state."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base, _ = tracemalloc.get_traced_memory()
+        k = feed(make(g, dtype), g, batch)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak - base, k
+
+
+def scipy_baseline(g: EdgeSequence, batch: int, samples: int):
+    """CPU seconds of one scipy all-pairs BFS after every batch (total).
+
+    Returns (seconds, exact): with more batches than ``samples``, only
+    ``samples`` evenly spaced prefixes are timed and the mean is scaled.
+    """
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    ends = list(range(batch, g.m, batch)) + [g.m]
+    exact = len(ends) <= samples
+    chosen = ends if exact else [ends[int(i)] for i in np.linspace(0, len(ends) - 1, samples)]
+    spent = 0.0
+    for end in chosen:
+        t = time.process_time()
+        a = csr_matrix((np.ones(end), (g.src[:end], g.dst[:end])), shape=(g.n, g.n))
+        shortest_path(a, method="D", directed=True, unweighted=True)
+        spent += time.process_time() - t
+    return (spent if exact else spent / len(chosen) * len(ends)), exact
+
+
+def networkit_worker(name: str, batch: int) -> None:
+    """Subprocess body: feed NetworKit's DynAPSP, print JSON to stdout."""
+    import networkit as nk
+
+    g = make_graph(name)
+    rss0 = _reset_peak_rss()
+    G = nk.Graph(g.n, weighted=False, directed=True)
+    apsp = nk.distance.DynAPSP(G)
+    apsp.run()
+    add = nk.dynamics.GraphEventType.EDGE_ADDITION
+    t = time.process_time()
+    for s, d in batches(g, batch):
+        events = []
+        for u, v in zip(s.tolist(), d.tolist()):
+            if u != v and not G.hasEdge(u, v):
+                G.addEdge(u, v)
+                events.append(nk.dynamics.GraphEvent(add, u, v, 1.0))
+        if events:
+            apsp.updateBatch(events)
+    seconds = time.process_time() - t
+    print(json.dumps({"seconds": seconds, "rss_growth": _peak_rss() - rss0,
+                      "version": nk.__version__}))
+
+
+def _status_kib(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise KeyError(key)
+
+
+def _reset_peak_rss() -> int:
+    """Current RSS in bytes, after resetting the peak to it where Linux allows."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return _status_kib("VmRSS") * 1024
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _peak_rss() -> int:
+    try:
+        return _status_kib("VmHWM") * 1024
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def networkit_baseline(name: str, batch: int, timeout: float):
+    """(seconds, peak RSS growth) of NetworKit DynAPSP, or a reason it has none."""
+    try:
+        import networkit  # noqa: F401
+    except ImportError:
+        return None, "networkit not installed"
+    cmd = [sys.executable, os.path.abspath(__file__), "--networkit-worker", name, "--batch", str(batch)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+    except subprocess.TimeoutExpired:
+        return None, f"> {timeout:g} s"
+    except subprocess.CalledProcessError as exc:
+        return None, f"failed: {exc.stderr.strip().splitlines()[-1:]}"
+    return json.loads(out.stdout.strip().splitlines()[-1]), None
+
+
+# ----------------------------------------------------------------- the run
+def bench_graph(name: str, args) -> dict:
+    g = make_graph(name)
+    row = {"graph": g.name, "n": g.n, "edges": g.m}
+    # uint8 unless some distance reaches 255 hops; then uint16 (reported).
+    dtype, overflow = np.uint8, None
+    try:
+        apsd_times = cpu_seconds(make_apsd, g, dtype, args.batch, args.runs)
+    except DistanceOverflowError as exc:
+        dtype, overflow = np.uint16, str(exc)
+        apsd_times = cpu_seconds(make_apsd, g, dtype, args.batch, args.runs)
+    row["apsd_dtype"] = np.dtype(dtype).name
+    row["uint8_overflow"] = overflow
+    for key, make in (("apsd", make_apsd), ("scc", make_scc), ("stats", make_stats)):
+        med, times = apsd_times if key == "apsd" else cpu_seconds(make, g, dtype, args.batch, args.runs)
+        peak, k = peak_bytes(make, g, dtype, args.batch)
+        row[key] = {"seconds": med, "runs": times, "us_per_edge": 1e6 * med / max(g.m, 1),
+                    "peak_bytes": peak, "peak_per_n2": peak / max(g.n * g.n, 1)}
+        if key == "apsd":
+            row["diameter"], row["avg_distance"] = k.diameter, k.avg_distance
+            row["updates"], row["apsd_search"] = k.updates, k.search
+        elif key == "scc":
+            row["scc_count"] = k.count
+    if not args.no_baselines:
+        seconds, exact = scipy_baseline(g, args.batch, args.scipy_samples)
+        row["scipy"] = {"seconds": seconds, "exact": exact,
+                        "batches": -(-g.m // args.batch)}
+        nk_result, why = networkit_baseline(name, args.batch, args.nk_timeout)
+        row["networkit"] = nk_result if nk_result else {"skipped": why}
+    return row
+
+
+def fmt_row(r: dict) -> list[str]:
+    def t(x):
+        return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+
+    a, c, s = r["apsd"], r["scc"], r["stats"]
+    cells = [r["graph"], str(r["n"]), str(r["edges"]),
+             f"{t(a['seconds'])} ({a['us_per_edge']:.3g})" + ("" if r["apsd_dtype"] == "uint8" else " u16"),
+             f"{a['peak_bytes'] / MiB:.3g} ({a['peak_per_n2']:.2f})",
+             f"{t(c['seconds'])} ({c['us_per_edge']:.3g})",
+             f"{c['peak_bytes'] / MiB:.3g} ({c['peak_per_n2']:.3f})",
+             f"{t(s['seconds'])} ({s['us_per_edge']:.3g})",
+             str(r["diameter"]), f"{r['avg_distance']:.3f}", str(r["scc_count"])]
+    if "scipy" in r:
+        sp = r["scipy"]
+        cells.append(("" if sp["exact"] else "~") + t(sp["seconds"]))
+        nk = r["networkit"]
+        cells.append(f"{t(nk['seconds'])} ({nk['rss_growth'] / MiB:.3g} MiB)" if "seconds" in nk
+                     else nk["skipped"])
+    return cells
+
+
+HEADER = ["graph", "n", "edges", "APSD s (us/edge)", "APSD peak MiB (/n^2)", "SCC s (us/edge)",
+          "SCC peak MiB (/n^2)", "GraphStats s (us/edge)", "diam", "avg dist", "SCCs"]
+BASELINE_HEADER = ["scipy BFS/batch s", "NetworKit DynAPSP s (RSS)"]
+
+
+def print_table(rows, baselines: bool, markdown: bool) -> None:
+    header = HEADER + (BASELINE_HEADER if baselines else [])
+    body = [fmt_row(r) for r in rows]
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join("---" for _ in header) + "|")
+        for cells in body:
+            print("| " + " | ".join(cells) + " |")
+        return
+    widths = [max(len(h), *(len(c[i]) for c in body)) for i, h in enumerate(header)]
+    for cells in [header] + body:
+        print("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--graphs", help=f"comma-separated graph names (default: {','.join(FULL)})")
+    p.add_argument("--quick", action="store_true", help=f"{','.join(QUICK)}, 1 run, scipy sampled")
+    p.add_argument("--session", action="append", default=[], metavar="DIR",
+                   help="add a session's crawled graph (graph.npz, crawl order); repeatable")
+    p.add_argument("--runs", type=int, default=3, help="timed runs per kernel; the median is shown (3)")
+    p.add_argument("--batch", type=int, default=1000, help="edges per add_edges call (1000)")
+    p.add_argument("--search", choices=["auto", "lists", "scan"], default="auto",
+                   help="how APSD finds the rows to update (auto; scan = the paper's column scan)")
+    p.add_argument("--scipy-samples", type=int, default=12,
+                   help="batches timed for the scipy baseline before extrapolating (12)")
+    p.add_argument("--nk-timeout", type=float, default=300, help="seconds allowed to NetworKit per graph (300)")
+    p.add_argument("--no-baselines", action="store_true", help="skip scipy and NetworKit")
+    p.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    p.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
+    p.add_argument("--networkit-worker", metavar="GRAPH", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.networkit_worker:
+        networkit_worker(args.networkit_worker, args.batch)
+        return 0
+    if args.runs < 1 or args.batch < 1 or args.scipy_samples < 1:
+        p.error("--runs, --batch and --scipy-samples must be >= 1")
+    global SEARCH
+    SEARCH = args.search
+    names = args.graphs.split(",") if args.graphs else (QUICK if args.quick else FULL)
+    if args.quick:
+        args.runs = 1
+        args.scipy_samples = min(args.scipy_samples, 4)
+        args.nk_timeout = min(args.nk_timeout, 60)
+    names += [f"session:{d}" for d in args.session]
+
+    print(f"# graphbench: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}, NumPy {np.__version__}; batch {args.batch}, "
+          f"search {args.search}, median of {args.runs} run(s)", flush=True)
+    rows = []
+    for name in names:
+        t = time.perf_counter()
+        rows.append(bench_graph(name, args))
+        r = rows[-1]
+        note = f"  [uint8 overflows: {r['uint8_overflow']}]" if r["uint8_overflow"] else ""
+        print(f"# {r['graph']}: done in {time.perf_counter() - t:.1f} s wall{note}", file=sys.stderr, flush=True)
+    print_table(rows, not args.no_baselines, args.markdown)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"argv": sys.argv[1:], "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
