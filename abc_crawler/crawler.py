@@ -663,6 +663,11 @@ class RankCrawler:
                 self.drive(min(0.1, max(0.0, step_end - time.monotonic())))
             status = self._status()
             my_requests = self.c.requests
+            if cfg.max_pages is not None:
+                # Under a page limit no new request starts while the exchange is in flight: the
+                # unused budget is given back and shared out again from the exact global count,
+                # so the ranks together never exceed the limit.
+                self.budget = my_requests
             payloads = self._payloads()
             ex = self.comm.start_superstep(payloads, status, self._take_report())
             # keep fetching while slower ranks finish their superstep
