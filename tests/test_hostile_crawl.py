@@ -13,8 +13,9 @@ import time
 
 import pytest
 
+from abc_crawler.testweb.hostile import HOSTILE_MODES
 from abc_crawler.testweb.tripwire import tripwires
-from crawlcheck import check_session, crawl_cli, generate, read_log, serve
+from crawlcheck import check_session, crawl_cli, free_port, generate, read_log, serve
 
 TIME_LIMIT = 150
 RSS_BOUND_MB = 600     # per rank, while 100 MB bodies and 100 MiB bombs are fetched
@@ -27,7 +28,12 @@ ARGS = ("--timeout", "3", "--connect-timeout", "2", "--max-links-per-page", "300
 @pytest.fixture(scope="module")
 def crawl(tmp_path_factory):
     d = tmp_path_factory.mktemp("hweb")
-    manifest = generate(d, n_hosts=6, n_pages=120, seed=4, hostile="all")
+    # every mode; the tripwires (where hostile redirects point) on ports free right now
+    trip, other = free_port("127.0.0.2"), free_port()
+    modes = {m: {} for m in HOSTILE_MODES}
+    modes["redirect_scheme"] = {"trip_addr": "127.0.0.2", "trip_port": trip}
+    modes["redirect_loopback"] = {"trip_addr": "127.0.0.2", "trip_port": trip, "other_port": other}
+    manifest = generate(d, n_hosts=6, n_pages=120, seed=4, hostile=modes)
     session = d.parent / "hs"
     log = d.parent / "hlog"
     with tripwires(manifest["expected_hostile"]["never_contacted"]) as wires:
