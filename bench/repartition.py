@@ -27,7 +27,7 @@ Volume, messages and imbalances of a complete crawl are functions of the
 crawled graph and the assignment only, not of timing (``messages_mpi`` and
 ``wire_bytes`` do depend on how links fall into supersteps), so ``--runs``
 defaults to 1; with more runs the medians are printed. A default run (both
-webs) takes about 12 minutes.
+webs) takes about 8 minutes.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
 import nginx  # noqa: E402
-from nginx import BIN, RESULTS, medians, run_abc, write_result  # noqa: E402
+from nginx import BIN, medians, run_abc, write_result  # noqa: E402
 
 METRICS = ("volume_bytes", "messages_thesis", "storage_pct", "request_pct")
 MEASURED = ("volume_bytes", "wire_bytes", "messages_thesis", "messages_mpi", "storage_pct", "request_pct")
