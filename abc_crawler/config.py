@@ -72,7 +72,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("user_agent", str, "abc-crawler/0.1", "User-Agent header; robots.txt rules are matched on its product token"),
     Setting("robots", bool, True, "obey robots.txt (RFC 9309)"),
     Setting("robots_retry_seconds", float, 5.0, "first back-off after a robots.txt 5xx/timeout (doubles, 3 tries, then the host is given up)", 0.0),
-    Setting("phases", str, "auto", "KSpider phase swapping: on, off, or auto (on for page-level assignment, off for site-level)",
+    Setting("phases", str, "auto", "KSpider phase swapping: on, off, or auto (on for page-level assignment with more than one rank, off for site-level); hosts a part vector keeps on one rank are never gated",
             choices=("auto", "on", "off")),
     Setting("n_phases", int, 0, "number of phases (0: the number of ranks); must be >= the number of ranks", 0),
     Setting("phase_seconds", float, 1.0, "length of a phase time slot", 0.05),

@@ -156,7 +156,11 @@ class RankCrawler:
         self.clock = SharedClock(skew)
         self._last_sync = 0.0
         self.phase_clock: PhaseClock | None = None
-        use = cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level)
+        # auto: phases only where two ranks can share a host (page-level assignment, K > 1)
+        use = cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level and self.size > 1)
+        # hosts that only this rank ever fetches (a part vector keeps every page of them here,
+        # and new pages of a known host follow its pages): no slot needed, no other rank to meet
+        self._own_hosts: frozenset[str] = assignment.exclusive_hosts(self.rank)
         if use:
             n = cfg.n_phases or self.size
             self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard)
@@ -321,19 +325,21 @@ class RankCrawler:
             self._window = w
             if old is not None:
                 # a new slot: elements still queuing for the old phase give their URLs back
-                self.frontier.evict(lambda host: w is None or pc.phase(host) != w[0])
+                own = self._own_hosts
+                self.frontier.evict(lambda host: host not in own and (w is None or pc.phase(host) != w[0]))
             self._dirty = True
         return w
 
     def _admit(self, host: str) -> bool:
+        if host in self._own_hosts:
+            return True
         w = self._window
         return w is not None and self.phase_clock.phase(host) == w[0]
 
     def _start_batches(self, now: float) -> None:
         admit = None
         if self.phase_clock is not None:
-            if self._phase_window() is None:
-                return
+            self._phase_window()                 # a guard band admits only this rank's own hosts
             admit = self._admit
         wake = self.frontier.next_wakeup(now)
         if self._dirty or (wake is not None and wake <= now):
@@ -354,6 +360,8 @@ class RankCrawler:
         """Seconds a request to ``host`` may take now: None = no limit beyond the timeout;
         0 = must not start (slot over or ending)."""
         if self.phase_clock is None:
+            return None
+        if host in self._own_hosts:
             return None
         w = self._phase_window()
         if w is None or not self._admit(host):

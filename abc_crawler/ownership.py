@@ -57,6 +57,10 @@ class Assignment:
     def describe(self) -> str:
         return self.name
 
+    def exclusive_hosts(self, rank: int) -> frozenset[str]:
+        """Hosts whose every page, known or new, is owned by ``rank`` (none known here)."""
+        return frozenset()
+
 
 class HashAssignment(Assignment):
     """Page-level: the URL's fingerprint decides."""
@@ -110,6 +114,16 @@ class PartvecAssignment(Assignment):
         self._host = dict(zip(pv.hosts, pv.host_rank_.tolist()))
         self.fallback_host = 0
         self.fallback_hash = 0
+        # a host all of whose vector pages sit on one rank: its new pages go there too (rule 2)
+        ranks_of: dict[str, set[int]] = {}
+        for u, r in zip(pv.urls, pv.url_rank.tolist()):
+            ranks_of.setdefault(host_of(u), set()).add(r)
+        self._exclusive: dict[int, frozenset[str]] = {}
+        for h, rs in ranks_of.items():
+            if len(rs) == 1 and self._host.get(h) in rs:
+                r = next(iter(rs))
+                self._exclusive.setdefault(r, set()).add(h)
+        self._exclusive = {r: frozenset(hs) for r, hs in self._exclusive.items()}
 
     def owner(self, url: str, fp: int | None = None) -> int:
         if fp is None:
@@ -124,6 +138,11 @@ class PartvecAssignment(Assignment):
 
     def describe(self) -> str:
         return f"partvec:{self.path}"
+
+    def exclusive_hosts(self, rank: int) -> frozenset[str]:
+        """Hosts whose every page in the vector is on ``rank``: rule 2 sends their new pages
+        there too, so no other rank ever fetches them (phase slots are not needed for them)."""
+        return self._exclusive.get(rank, frozenset())
 
 
 def load_partvec_assignment(path: str, ranks: int, remap: bool = False) -> PartvecAssignment:
