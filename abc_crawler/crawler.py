@@ -237,9 +237,8 @@ class RankCrawler:
             return "invalid", None
         if url is None:
             return "not_http", None
-        host = host_of(url)
-        if not self.scope.allows_host(host):
-            return "out_of_scope", host
+        if not self.scope.allows_url(url):
+            return "out_of_scope", host_of(url)
         cfg = self.cfg
         trap = trap_reason(url, max_length=cfg.max_url_length, max_depth=cfg.max_path_depth,
                            max_repeats=cfg.max_segment_repeats)

@@ -6,9 +6,15 @@ resolved or connected to. Only ``http`` and ``https`` are ever fetched.
 
 Examples
 --------
+A resolve line names one endpoint, ``HOST:PORT``; a URL is in scope when the
+endpoint curl would connect to — its host and its port, explicit or the
+scheme's default — is listed. ``b.test:80`` therefore admits
+``http://b.test/`` but not ``https://b.test/`` (port 443): curl would have to
+resolve ``b.test:443`` with the system resolver.
+
 >>> s = Scope.from_lines(["a.test:8080:127.0.0.1", "# comment", "b.test:80:127.0.0.2"])
->>> s.allows_host("a.test:8080"), s.allows_host("b.test"), s.allows_host("c.test")
-(True, True, False)
+>>> [s.allows_url(u) for u in ("http://a.test:8080/", "http://b.test/x", "https://b.test/x", "http://c.test/")]
+[True, True, False, False]
 >>> s.curl_resolve
 ['a.test:8080:127.0.0.1', 'b.test:80:127.0.0.2']
 """
@@ -20,22 +26,26 @@ from dataclasses import dataclass, field
 from .exceptions import ResolveError, SeedError
 from .urls import UrlError, canonicalize, host_of, scheme_of
 
-__all__ = ["Scope", "read_seeds", "SeedProblem"]
+__all__ = ["Scope", "read_seeds", "SeedProblem", "endpoint_of"]
 
 
 @dataclass(frozen=True)
 class Scope:
-    """Hosts in scope (``host`` or ``host:port`` as in canonical URLs) and curl's RESOLVE list.
+    """Endpoints in scope (``host:port``, port always explicit) and curl's RESOLVE list.
 
-    ``hosts is None`` means no resolve list: every http(s) host is in scope.
+    ``endpoints is None`` means no resolve list: every http(s) URL is in scope.
+    ``hosts`` holds the same names as canonical URLs write them (default ports
+    dropped), for display.
     """
 
-    hosts: frozenset[str] | None = None
+    endpoints: frozenset[str] | None = None
     curl_resolve: list[str] = field(default_factory=list)
+    hosts: frozenset[str] | None = None
 
     @classmethod
     def from_lines(cls, lines, source: str = "<resolve>") -> "Scope":
         hosts: set[str] = set()
+        endpoints: set[str] = set()
         entries: list[str] = []
         for lineno, raw in enumerate(lines, 1):
             line = raw.strip()
@@ -55,10 +65,11 @@ class Scope:
             host = host.lower()
             port_i = int(port)
             hosts.add(host if port_i in (80, 443) else f"{host}:{port_i}")
+            endpoints.add(f"{host}:{port_i}")
             entries.append(f"{host}:{port_i}:{addr}")
         if not entries:
             raise ResolveError(f"{source}: no HOST:PORT:ADDR line")
-        return cls(frozenset(hosts), entries)
+        return cls(frozenset(endpoints), entries, frozenset(hosts))
 
     @classmethod
     def from_file(cls, path: str) -> "Scope":
@@ -69,8 +80,28 @@ class Scope:
             raise ResolveError(f"{path}: cannot read resolve file ({exc.strerror})") from None
         return cls.from_lines(lines, path)
 
-    def allows_host(self, host: str) -> bool:
-        return self.hosts is None or host in self.hosts
+    def allows_url(self, url: str) -> bool:
+        """True when curl may connect for the canonical http(s) ``url``: its endpoint is listed."""
+        if url.startswith("https://"):
+            default = 443
+        elif url.startswith("http://"):
+            default = 80
+        else:
+            return False
+        if self.endpoints is None:
+            return True
+        return endpoint_of(host_of(url), default) in self.endpoints
+
+
+def endpoint_of(host: str, default_port: int) -> str:
+    """``host:port`` of a canonical URL's host (``[v6]`` literals keep their brackets).
+
+    >>> endpoint_of("a.test", 443), endpoint_of("a.test:8080", 443), endpoint_of("[::1]", 80)
+    ('a.test:443', 'a.test:8080', '[::1]:80')
+    """
+    if host.rfind(":") > host.rfind("]"):
+        return host
+    return f"{host}:{default_port}"
 
 
 @dataclass(frozen=True)
@@ -122,8 +153,9 @@ def read_seeds(path: str, scope: Scope) -> tuple[list[str], list[SeedProblem]]:
         if not host or host.startswith(":"):
             problems.append(SeedProblem(path, lineno, f"no host in {line!r}"))
             continue
-        if not scope.allows_host(host):
-            problems.append(SeedProblem(path, lineno, f"host {host} is not in the resolve list (out of scope)"))
+        if not scope.allows_url(url):
+            port = 443 if url.startswith("https:") else 80
+            problems.append(SeedProblem(path, lineno, f"{endpoint_of(host, port)} is not in the resolve list (out of scope)"))
             continue
         if url not in seen:
             seen.add(url)

@@ -185,7 +185,7 @@ def stack_loop(urls: list[str], resolve: list[str], mode: str, handles: int = 32
                                     u = canonicalize(h, b)
                                 except UrlError:
                                     u = None
-                                if u is not None and not scope.allows_host(host_of(u)):
+                                if u is not None and not scope.allows_url(u):
                                     u = None
                                 if key is not None:
                                     cache[key] = u

@@ -44,7 +44,31 @@ def test_resolve_file(tmp_path):
     s = Scope.from_file(str(p))
     assert s.hosts == {"a.test:8080", "b.test"}
     assert s.curl_resolve == ["a.test:8080:127.0.0.1", "b.test:80:127.0.0.2"]
-    assert Scope().allows_host("anything.example")
+    assert s.endpoints == {"a.test:8080", "b.test:80"}
+    assert Scope().allows_url("http://anything.example/") and Scope().allows_url("https://x.example:1/")
+    assert not Scope().allows_url("ftp://anything.example/")
+
+
+def test_scope_is_per_endpoint_not_per_name():
+    """B1: a name listed for port 80 must not admit https:// (port 443): curl would resolve it itself."""
+    from abc_crawler.fetcher import Fetcher, ScopeViolation
+    from abc_crawler.urls import canonicalize
+
+    s = Scope.from_lines(["cmake.org:80:127.0.0.1", "docs.test:8080:127.0.0.1"])
+    assert s.allows_url(canonicalize("http://cmake.org/x"))
+    assert s.allows_url(canonicalize("HTTP://CMAKE.ORG:80/x"))
+    assert not s.allows_url(canonicalize("https://cmake.org/x"))
+    assert not s.allows_url(canonicalize("http://cmake.org:8080/x"))
+    assert s.allows_url(canonicalize("https://cmake.org:80/x"))          # port 80 is listed: curl connects there
+    assert s.allows_url(canonicalize("http://docs.test:8080/"))
+    assert not s.allows_url(canonicalize("http://docs.test/")) and not s.allows_url(canonicalize("https://docs.test/"))
+    f = Fetcher(scope=s, user_agent="t", timeout=1, connect_timeout=1, max_body_bytes=1000)
+    try:
+        with pytest.raises(ScopeViolation, match="not in the resolve list"):
+            f.submit(1, "https://cmake.org/x")
+        assert f.in_flight == 0 and f.requests == 0
+    finally:
+        f.close()
 
 
 @pytest.mark.parametrize("line,msg", [("a.test:127.0.0.1", "expected HOST:PORT:ADDR"),
@@ -67,7 +91,7 @@ def test_seeds_report_each_bad_line_once(tmp_path):
     assert [str(x) for x in problems] == [
         f"{p}:4: not an absolute URL: 'garbage'",
         f"{p}:5: unsupported scheme 'ftp' (only http and https)",
-        f"{p}:6: host out.example is not in the resolve list (out of scope)",
+        f"{p}:6: out.example:80 is not in the resolve list (out of scope)",
     ]
 
 
