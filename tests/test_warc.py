@@ -58,3 +58,194 @@ def test_disabled_still_dedups():
     w = RankWarc("/nonexistent", 0, enabled=False)
     assert w.write(_resp("http://h.test/a", b"x")) is False
     assert w.write(_resp("http://h.test/b", b"x")) is True
+
+
+# -- the fast encoders against the standard library ---------------------------------------------
+
+import base64  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import uuid  # noqa: E402
+import zlib  # noqa: E402
+from datetime import datetime, timezone  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
+
+from abc_crawler import warc as warc_mod  # noqa: E402
+from abc_crawler.warc import GZIP_BACKENDS, _header_lines, _iso, _RecordIds, b32_sha1  # noqa: E402
+
+
+def _old_iso(t):
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def test_b32_sha1_equals_b32encode_on_random_digests():
+    for _ in range(20_000):
+        d = os.urandom(20)
+        assert b32_sha1(d) == base64.b32encode(d).decode()
+    for d in (b"\x00" * 20, b"\xff" * 20, hashlib.sha1(b"").digest(), bytes(range(20))):
+        assert b32_sha1(d) == base64.b32encode(d).decode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(d=st.binary(min_size=0, max_size=40))
+def test_b32_sha1_equals_b32encode_any_length(d):
+    assert b32_sha1(d) == base64.b32encode(d).decode()
+
+
+@settings(max_examples=2000, deadline=None)
+@given(t=st.floats(min_value=0.0, max_value=253_402_300_799.0, allow_nan=False, allow_infinity=False))
+@example(t=1_800_000_000.5)
+@example(t=1_800_000_000.9999996)       # rounds up into the next second
+@example(t=1_800_000_000.0000005)       # a half: rounds to even
+@example(t=1_800_000_000.0000015)
+@example(t=0.0)
+@example(t=86_399.9999999)
+def test_iso_equals_datetime_strftime(t):
+    assert _iso(t) == _old_iso(t)
+
+
+def test_iso_sequence_across_seconds_uses_the_right_second():
+    t = 1_799_999_990.0
+    while t < 1_800_000_010.0:
+        assert _iso(t) == _old_iso(t)
+        t += 0.0999999
+
+
+def test_record_ids_are_distinct_valid_uuid4_urns():
+    ids = _RecordIds()
+    seen = set()
+    for _ in range(50_000):
+        rid = ids()
+        assert rid.startswith("<urn:uuid:") and rid.endswith(">")
+        u = uuid.UUID(rid[10:-1])
+        assert str(u) == rid[10:-1] and u.version == 4 and u.variant == uuid.RFC_4122
+        seen.add(rid)
+    assert len(seen) == 50_000
+    assert _RecordIds()() != _RecordIds()()          # one random prefix per writer
+
+
+def test_header_lines_clean_cr_lf_as_before():
+    hs = [("A", "1"), ("B", "x\r\ny"), ("C", "z\n")]
+    assert _header_lines(hs) == "A: 1\r\nB: x  y\r\nC: z \r\n"
+    assert _header_lines([("A", "1"), ("B", "2")]) == "A: 1\r\nB: 2\r\n"
+    assert _header_lines([]) == ""
+
+
+# -- records: the previous writer's layout, byte for byte; one gzip member each ------------------
+
+def _reference_records(responses, next_id):
+    """The records the previous writer (git ea428f4, warcio-checked) produced, uncompressed."""
+    def clean(v):
+        return v.replace("\r", " ").replace("\n", " ")
+
+    def b32(h):
+        return "sha1:" + base64.b32encode(h.digest()).decode()
+
+    def record(typ, url, date, ctype, block, h, extra, rid):
+        head = [f"WARC/1.1\r\nWARC-Type: {typ}\r\nWARC-Record-ID: {rid}\r\nWARC-Date: {date}\r\n"]
+        if url:
+            head.append(f"WARC-Target-URI: {url}\r\n")
+        head += [f"{k}: {v}\r\n" for k, v in extra]
+        head.append(f"Content-Type: {ctype}\r\nWARC-Block-Digest: {b32(h)}\r\nContent-Length: {len(block)}\r\n\r\n")
+        return "".join(head).encode("utf-8") + block + b"\r\n\r\n"
+
+    seen, out = {}, []
+    for r in responses:
+        digest = hashlib.sha1(r.body).digest()
+        first = seen.get(digest)
+        date = _old_iso(r.t_start)
+        slash = r.url.find("/", r.url.find("://") + 3)
+        target = r.url[slash:] if slash >= 0 else "/"
+        req_block = (f"GET {target} HTTP/1.1\r\n" + "".join(f"{k}: {clean(v)}\r\n" for k, v in r.request_headers)
+                     + "\r\n").encode("utf-8")
+        req_id = next_id()
+        out.append(record("request", r.url, date, "application/http; msgtype=request", req_block,
+                          hashlib.sha1(req_block), [], req_id))
+        head = (clean(r.status_line or f"HTTP/1.1 {r.status}") + "\r\n"
+                + "".join(f"{k}: {clean(v)}\r\n" for k, v in r.headers) + "\r\n").encode("latin-1", "replace")
+        extra = [("WARC-Concurrent-To", req_id), ("WARC-Payload-Digest", "sha1:" + base64.b32encode(digest).decode())]
+        if first is None:
+            seen[digest] = (r.url, date)
+            out.append(record("response", r.url, date, "application/http; msgtype=response", head + r.body,
+                              hashlib.sha1(head + r.body), extra, next_id()))
+        else:
+            extra += [("WARC-Profile", "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"),
+                      ("WARC-Refers-To-Target-URI", first[0]), ("WARC-Refers-To-Date", first[1])]
+            out.append(record("revisit", r.url, date, "application/http; msgtype=response", head,
+                              hashlib.sha1(head), extra, next_id()))
+    return out
+
+
+def _members(data: bytes) -> list[bytes]:
+    """The decompressed gzip members of a file, one by one."""
+    out = []
+    while data:
+        d = zlib.decompressobj(31)
+        out.append(d.decompress(data) + d.flush())
+        assert d.eof
+        data = d.unused_data
+    return out
+
+
+def _mixed_responses(n=60):
+    rs = []
+    for i in range(n):
+        body = (b"<html><body>" + b"<p>page %d text</p>" % (i % 17) * (50 + i * 37 % 400) + b"</body></html>"
+                if i % 9 else b"")
+        headers = [("Content-Type", "text/html; charset=\u00e9t\u00e9"), ("Content-Length", str(len(body)))]
+        if i % 13 == 5:
+            headers.append(("X-Evil", "a\r\nWARC-Type: fake\n"))      # CR/LF inside a value
+        rs.append(Response(key=None, url=f"http://h{i % 3}.test/d/p{i}.html?q=\u00fc" if i % 11 else f"http://h.test",
+                           status=200 if i % 7 else 404, status_line="" if i % 5 == 0 else "HTTP/1.1 200 OK",
+                           headers=headers, body=body, t_start=1_800_000_000.0 + i * 0.3333337,
+                           request_headers=[("Host", f"h{i % 3}.test"), ("User-Agent", "abc-crawler/0.1"),
+                                            ("X-ABC-Rank", "0")]))
+    return rs
+
+
+@pytest.mark.parametrize("backend", sorted(GZIP_BACKENDS))
+def test_records_equal_the_previous_writer_one_member_each(tmp_path, backend):
+    rs = _mixed_responses()
+    w = RankWarc(tmp_path, 1, gzip=backend)
+    counter = iter(range(10**6))
+    w._next_id = lambda: f"<urn:uuid:00000000-0000-4000-8000-{next(counter):012x}>"
+    dups = [w.write(r) for r in rs]
+    w.close()
+    members = _members((tmp_path / "warc" / "rank-00001.warc.gz").read_bytes())
+    assert members[0].startswith(b"WARC/1.1\r\nWARC-Type: warcinfo\r\n")
+    ref_counter = iter(range(10**6))              # the warcinfo record was written with the writer's own id
+    ref = _reference_records(rs, lambda: f"<urn:uuid:00000000-0000-4000-8000-{next(ref_counter):012x}>")
+    assert members[1:] == ref
+    assert sum(dups) == w.revisits > 0 and w.records == 2 * len(rs)
+
+
+@pytest.mark.parametrize("backend", sorted(GZIP_BACKENDS))
+def test_warcio_reads_every_backend_with_digests(tmp_path, backend):
+    rs = _mixed_responses()
+    w = RankWarc(tmp_path, 2, gzip=backend)
+    for r in rs:
+        w.write(r)
+    w.close()
+    n = 0
+    with open(tmp_path / "warc" / "rank-00002.warc.gz", "rb") as fh:
+        it = ArchiveIterator(fh, check_digests="raise")
+        for rec in it:
+            rec.content_stream().read()
+            uuid.UUID(rec.rec_headers.get_header("WARC-Record-ID")[10:-1])
+            n += 1
+    assert n == 1 + 2 * len(rs)
+
+
+def test_checkpoint_offsets_fall_on_member_boundaries(tmp_path):
+    w = RankWarc(tmp_path, 4)
+    offsets = []
+    for r in _mixed_responses(20):
+        w.write(r)
+        offsets.append(w.checkpoint()["offset"])
+    w.close()
+    data = (tmp_path / "warc" / "rank-00004.warc.gz").read_bytes()
+    assert offsets[-1] == len(data)
+    for i, off in enumerate(offsets):
+        assert len(_members(data[:off])) == 1 + 2 * (i + 1)
