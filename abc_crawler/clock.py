@@ -40,11 +40,16 @@ class SharedClock:
     offset into one rank and check that the estimate recovers it.
     """
 
-    def __init__(self, skew: float = 0.0):
+    #: assumed worst drift between two clocks (100 ppm; quartz is specified at ±20–50 ppm)
+    DRIFT = 1e-4
+
+    def __init__(self, skew: float = 0.0, reference: bool = False):
         self.skew = skew
         self.offset = 0.0
         self.rtt = 0.0
         self.syncs = 0
+        self.reference = reference       # rank 0: the shared clock is this clock
+        self._synced_at: float | None = None
 
     def local(self) -> float:
         return time.time() + self.skew
@@ -56,3 +61,16 @@ class SharedClock:
         self.offset = offset
         self.rtt = rtt
         self.syncs += 1
+        self._synced_at = time.monotonic()
+
+    def error_bound(self) -> float:
+        """Seconds by which ``shared()`` may differ from rank 0's clock now.
+
+        Half the round trip of the sample the offset came from, plus drift since
+        that sample at :attr:`DRIFT`; 0 on rank 0; infinite before the first sync.
+        """
+        if self.reference:
+            return 0.0
+        if self._synced_at is None:
+            return float("inf")
+        return self.rtt / 2 + self.DRIFT * (time.monotonic() - self._synced_at)

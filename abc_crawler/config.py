@@ -76,7 +76,7 @@ SETTINGS: tuple[Setting, ...] = (
             choices=("auto", "on", "off")),
     Setting("n_phases", int, 0, "number of phases (0: the number of ranks); must be >= the number of ranks", 0),
     Setting("phase_seconds", float, 1.0, "length of a phase time slot", 0.05),
-    Setting("phase_guard", float, 0.05, "unused seconds at both ends of a slot (covers clock error); requests are cut at the slot end", 0.0),
+    Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),
     Setting("test_clock_skew", str, None, "test hook RANK:SECONDS: shift one rank's clock to check clock alignment"),
     Setting("checkpoint_seconds", float, 10.0, "seconds between checkpoints (0: none); abc-crawl --resume SESSION continues from the newest", 0.0),

@@ -153,7 +153,7 @@ class RankCrawler:
             r, _, sec = cfg.test_clock_skew.partition(":")
             if int(r) == self.rank:
                 skew = float(sec)
-        self.clock = SharedClock(skew)
+        self.clock = SharedClock(skew, reference=self.rank == 0)
         self._last_sync = 0.0
         self.phase_clock: PhaseClock | None = None
         # auto: phases only where two ranks can share a host (page-level assignment, K > 1)
@@ -163,7 +163,8 @@ class RankCrawler:
         self._own_hosts: frozenset[str] = assignment.exclusive_hosts(self.rank)
         if use:
             n = cfg.n_phases or self.size
-            self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard)
+            self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard,
+                                          error=self.clock.error_bound)
         self._window: tuple[int, float, float] | None = None
         # limits and failure state (BUbiNG-style: host state, not exceptions)
         self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL

@@ -10,9 +10,14 @@ Hosts are hashed into ``n_phases >= K`` phases; time is cut into slots of
 A request never outlives its slot: no request starts in the last
 ``phase_guard`` seconds of a slot, and its curl timeout is capped at the slot
 end; a request cut short by that cap is put back and retried in the host's next
-slot (it is not counted as a failure). The first ``phase_guard`` seconds of a
-slot are not used either, so a clock error up to ``phase_guard`` cannot make
-two ranks overlap.
+slot (it is not counted as a failure). The guard band at both ends of a slot
+covers the clock error: each rank uses the larger of ``phase_guard`` (a floor)
+and its own measured error bound (half the round trip of its best clock
+sample plus drift since then, :meth:`abc_crawler.clock.SharedClock.error_bound`).
+Two ranks serving one phase in consecutive slots would have to err by more than
+the sum of their guards to overlap, and each guard is at least its rank's
+error. If the bound is not known (no sync yet) or too large, the guard is
+capped at 40 % of the slot.
 
 Examples
 --------
@@ -52,7 +57,8 @@ def slot_bounds(slot: int, phase_seconds: float) -> tuple[float, float]:
 class PhaseClock:
     """Which phase a rank may serve now, and until when (pure, given shared-clock times)."""
 
-    def __init__(self, rank: int, ranks: int, n_phases: int, phase_seconds: float, guard: float):
+    def __init__(self, rank: int, ranks: int, n_phases: int, phase_seconds: float, guard: float,
+                 error=None):
         if n_phases < ranks:
             raise ValueError(f"phases: n-phases ({n_phases}) must be >= the number of ranks ({ranks})")
         if not 0 <= 2 * guard < phase_seconds:
@@ -60,8 +66,16 @@ class PhaseClock:
         self.rank = rank
         self.n_phases = n_phases
         self.phase_seconds = phase_seconds
-        self.guard = guard
+        self.min_guard = guard
+        self.error = error               # callable: this rank's clock error bound (seconds), or None
         self._cache: dict[str, int] = {}
+
+    @property
+    def guard(self) -> float:
+        """Guard band now: the floor, or the clock's error bound when larger (≤ 40 % of a slot)."""
+        if self.error is None:
+            return self.min_guard
+        return min(max(self.min_guard, self.error()), 0.4 * self.phase_seconds)
 
     def phase(self, host: str) -> int:
         p = self._cache.get(host)
@@ -74,7 +88,8 @@ class PhaseClock:
         or None when ``t`` is in a guard band."""
         s = slot_of(t, self.phase_seconds)
         a, b = slot_bounds(s, self.phase_seconds)
-        lo, hi = a + self.guard, b - self.guard
+        g = self.guard
+        lo, hi = a + g, b - g
         if not lo <= t < hi:
             return None
         return active_phase(self.rank, s, self.n_phases), lo, hi
@@ -83,6 +98,7 @@ class PhaseClock:
         """Shared time at which the next usable window begins (after ``t``)."""
         s = slot_of(t, self.phase_seconds)
         a, _ = slot_bounds(s, self.phase_seconds)
-        if t < a + self.guard:
-            return a + self.guard
-        return a + self.phase_seconds + self.guard
+        g = self.guard
+        if t < a + g:
+            return a + g
+        return a + self.phase_seconds + g

@@ -97,3 +97,41 @@ def test_frontier_evict_returns_urls_of_other_phases():
     assert f.evict(lambda host: host == "a.test") == 2
     assert "a.test" not in f.by_host and f.n_in_list == 2
     assert [f.states[i] for i in range(2)] == [IN_LIST, IN_LIST]
+
+
+def test_guard_follows_the_clock_error_bound():
+    """The guard is the floor or the rank's measured clock error, whichever is larger (≤ 40 % slot)."""
+    err = [0.0]
+    pc = PhaseClock(rank=0, ranks=2, n_phases=2, phase_seconds=1.0, guard=0.005, error=lambda: err[0])
+    assert pc.guard == 0.005 and pc.window(3.004) is None and pc.window(3.006) is not None
+    err[0] = 0.03
+    assert pc.guard == 0.03 and pc.window(3.02) is None and pc.window(3.98) is None
+    assert pc.window(3.5) == (active_phase(0, 3, 2), 3.03, 3.97)
+    assert pc.next_start(3.5) == pytest.approx(4.03)
+    err[0] = float("inf")                               # never synchronized: the most it may take
+    assert pc.guard == pytest.approx(0.4) and pc.window(3.5) is not None and pc.window(3.3) is None
+
+
+def test_windows_with_per_rank_guards_never_overlap_in_true_time():
+    """Each rank's clock errs by at most its own bound; its guard covers it: no phase is served
+    by two ranks at one true instant."""
+    rng = random.Random(5)
+    ranks, n, T = 4, 4, 0.5
+    errs = [0.0] + [rng.uniform(0, 0.02) for _ in range(ranks - 1)]
+    offs = [rng.uniform(-e, e) for e in errs]          # true error of each rank's shared clock
+    clocks = [PhaseClock(r, ranks, n, T, 0.001, error=(lambda e=e: e)) for r, e in enumerate(errs)]
+    for k in range(20000):
+        t = k * 0.000731
+        phases = [w[0] for r, pc in enumerate(clocks) if (w := pc.window(t + offs[r])) is not None]
+        assert len(phases) == len(set(phases))
+
+
+def test_shared_clock_error_bound():
+    from abc_crawler.clock import SharedClock
+
+    assert SharedClock(reference=True).error_bound() == 0.0
+    c = SharedClock()
+    assert c.error_bound() == float("inf")
+    c.update(0.25, 0.004)
+    b = c.error_bound()
+    assert 0.002 <= b < 0.0021                          # RTT/2 plus a little drift
