@@ -5,14 +5,16 @@ Usage::
     abc-repartition SESSION --parts K [--model page-gp|site-gp|page-hp|site-hp]
                     [--imbalance 0.05] [--seed S] [--out PATH] [--threads 2]
                     [--hp-weight pages|both|bytes] [--hp-preset P] [--no-site-start]
+                    [--method kway|rb|both] [--tries N] [--ncuts N]
                     [--no-export] [--json]
     abc-repartition SESSION --parts K --remap [PARTVEC]
 
 Builds Türk's model of ``SESSION/graph.npz`` (:mod:`.models`), partitions it
 into K parts (METIS with two constraints for the graph models, Mt-KaHyPar
-KM1 for the hypergraph models, then a two-constraint balance repair; for
-page-gp the site-graph partition projected onto pages is a second start and
-the lower cut wins), writes
+KM1 for the hypergraph models, then a two-constraint balance repair; for the
+graph models METIS runs ``--tries`` seeds of k-way and of recursive bisection
+(``--method``), for page-gp the site-graph partition projected onto pages is
+a further start, and the lowest cut after repair and refinement wins), writes
 the part vector ``SESSION/partvec.npz`` (or ``--out``; format in
 :mod:`.partvec`), exports ``SESSION/page.graph`` and ``SESSION/page.hgr``
 (plus ``site.graph``/``site.hgr`` for site models) and prints the predicted
@@ -63,7 +65,8 @@ class _Parser(argparse.ArgumentParser):
 
 def run_model(graph: SessionGraph, model: str, K: int, *, imbalance: float = 0.05, seed: int | None = None,
               threads: int = 2, hp_weight: str = "pages", hp_preset: str = "default",
-              site_start: bool = True, url_len=None, hosts=None) -> dict:
+              site_start: bool = True, url_len=None, hosts=None, methods=("kway", "rb"),
+              tries: int = 4, ncuts: int = 4) -> dict:
     """Build a model, partition it and map the parts back onto URLs.
 
     Parameters
@@ -82,6 +85,14 @@ def run_model(graph: SessionGraph, model: str, K: int, *, imbalance: float = 0.0
         page-gp only: also partition the site graph with METIS, project it
         onto pages and keep it if, after the same repair and refinement, its
         cut is lower (default True).
+    methods : sequence of {"kway", "rb"}, optional
+        Graph models: METIS k-way and/or recursive bisection (default both).
+    tries : int, optional
+        Graph models: METIS runs per method (seeds ``seed``, ``seed + 1``, …);
+        the balanced start with the lowest cut after repair and refinement
+        wins (default 4).
+    ncuts : int, optional
+        Graph models: ``METIS_OPTION_NCUTS`` of every run (default 4).
     url_len, hosts : optional
         Precomputed :func:`.models.url_lengths` / :func:`.owners.url_hosts`.
 
@@ -126,9 +137,11 @@ def run_model(graph: SessionGraph, model: str, K: int, *, imbalance: float = 0.0
             # hosts as the coarsest level: METIS on the site graph, projected onto pages
             sg = site_graph(graph, url_len, hosts)
             if sg.n_vertices >= K:
-                rs = partition_graph(sg, K, imbalance, seed, repair=False)
+                rs = partition_graph(sg, K, imbalance, seed, repair=False, methods=methods, tries=tries,
+                                     ncuts=ncuts)
                 starts["site-metis"] = rs.part[sg.vertex_of_url[np.flatnonzero(graph.url_rank >= 0)]]
-        r = partition_graph(m, K, imbalance, seed, starts=starts)
+        r = partition_graph(m, K, imbalance, seed, starts=starts, methods=methods, tries=tries,
+                            ncuts=ncuts)
         report = {"objective": "cut", "cut": r.cut, "metis_edgecut": r.metis_edgecut, "start": r.start,
                   "starts": r.starts, "byte_unit": r.units[0], "edge_unit": r.edge_unit}
     else:
@@ -210,6 +223,12 @@ def _main(argv) -> int:
     ap.add_argument("--hp-preset", default="default", choices=["default", "quality", "deterministic",
                                                                "highest_quality"],
                     help="Mt-KaHyPar preset (only 'deterministic' repeats exactly for a seed)")
+    ap.add_argument("--method", default="both", choices=["kway", "rb", "both"],
+                    help="graph models: METIS k-way, recursive bisection, or both as starts (default both)")
+    ap.add_argument("--tries", type=int, default=4,
+                    help="graph models: METIS runs per method with seeds S, S+1, ...; the lowest cut "
+                         "after repair wins (default 4)")
+    ap.add_argument("--ncuts", type=int, default=4, help="graph models: METIS_OPTION_NCUTS per run (default 4)")
     ap.add_argument("--no-site-start", action="store_true",
                     help="page-gp: do not try the site-graph partition as a second start")
     ap.add_argument("--no-export", action="store_true", help="do not write .graph/.hgr files")
@@ -227,6 +246,10 @@ def _main(argv) -> int:
         raise BadInput(f"--imbalance must be in (0, 1], got {a.imbalance}")
     if a.seed < 0:
         raise BadInput(f"--seed must be >= 0, got {a.seed}")
+    if a.ncuts < 1:
+        raise BadInput(f"--ncuts must be >= 1, got {a.ncuts}")
+    if a.tries < 1:
+        raise BadInput(f"--tries must be >= 1, got {a.tries}")
     if a.threads < 1:
         raise BadInput(f"--threads must be >= 1, got {a.threads}")
     session = Path(a.session)
@@ -286,7 +309,8 @@ def _main(argv) -> int:
         warnings.simplefilter("always", MetisWarning)
         res = run_model(graph, a.model, K, imbalance=a.imbalance, seed=a.seed, threads=a.threads,
                         hp_weight=a.hp_weight, hp_preset=a.hp_preset, site_start=not a.no_site_start,
-                        url_len=url_len, hosts=hosts)
+                        url_len=url_len, hosts=hosts, tries=a.tries, ncuts=a.ncuts,
+                        methods=("kway", "rb") if a.method == "both" else (a.method,))
     for wmsg in caught:
         print(f"{PROG}: note: {wmsg.message}", file=sys.stderr)
     rep = res["report"]

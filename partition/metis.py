@@ -52,6 +52,7 @@ __all__ = [
     "IDX_MAX",
     "WEIGHT_LIMIT",
     "find_libmetis",
+    "METHODS",
     "header_widths",
     "load_libmetis",
     "part_graph_kway",
@@ -197,6 +198,8 @@ def load_libmetis():
     lib.METIS_PartGraphKway.argtypes = [P(i32), P(i32), P(i32), P(i32), P(i32), P(i32), P(i32),
                                         P(i32), P(f32), P(f32), P(i32), P(i32), P(i32)]
     lib.METIS_PartGraphKway.restype = ctypes.c_int
+    lib.METIS_PartGraphRecursive.argtypes = lib.METIS_PartGraphKway.argtypes
+    lib.METIS_PartGraphRecursive.restype = ctypes.c_int
     _LIB = lib
     return lib
 
@@ -216,8 +219,9 @@ def _ptr(a: np.ndarray | None, ctype=ctypes.c_int32):
 
 def part_graph_kway(xadj, adjncy, vwgt, nparts: int, adjwgt=None, *, imbalance: float | list = 0.05,
                     seed: int | None = None, objtype: str = "cut", ncuts: int = 1,
-                    niter: int | None = None, check_symmetry: bool = True) -> tuple[np.ndarray, int]:
-    """``METIS_PartGraphKway`` with ``ncon`` balance constraints.
+                    niter: int | None = None, check_symmetry: bool = True,
+                    recursive: bool = False) -> tuple[np.ndarray, int]:
+    """``METIS_PartGraphKway`` (or ``METIS_PartGraphRecursive``) with ``ncon`` balance constraints.
 
     Parameters
     ----------
@@ -244,6 +248,11 @@ def part_graph_kway(xadj, adjncy, vwgt, nparts: int, adjwgt=None, *, imbalance: 
     check_symmetry : bool, optional
         Verify that every edge is stored both ways with equal weight
         (O(m log m)); METIS's behaviour on asymmetric input is undefined.
+    recursive : bool, optional
+        Use recursive bisection (``METIS_PartGraphRecursive``) instead of
+        direct k-way partitioning. With two constraints it finds much lower
+        cuts on web graphs (page graph of the 20k-URL synthetic web at K=8:
+        1.05 M against 1.30–1.51 M for k-way, after the same repair).
 
     Returns
     -------
@@ -334,14 +343,15 @@ def part_graph_kway(xadj, adjncy, vwgt, nparts: int, adjwgt=None, *, imbalance: 
     w = np.ascontiguousarray(w)
     printed: list = []
     with _c_stdout_to(printed):
-        rc = lib.METIS_PartGraphKway(ctypes.byref(c_n), ctypes.byref(c_ncon), _ptr(xadj), _ptr(adjncy),
+        fn = lib.METIS_PartGraphRecursive if recursive else lib.METIS_PartGraphKway
+        rc = fn(ctypes.byref(c_n), ctypes.byref(c_ncon), _ptr(xadj), _ptr(adjncy),
                                      _ptr(w), None, _ptr(adjwgt), ctypes.byref(c_np), None,
                                      _ptr(ubvec, ctypes.c_float), _ptr(options), ctypes.byref(edgecut),
                                      _ptr(part))
     said = " ".join(" ".join(printed).replace("*", " ").split())
     if rc != METIS_OK:
         what = {METIS_ERROR_INPUT: "input error", METIS_ERROR_MEMORY: "out of memory"}.get(rc, "error")
-        raise MetisError(f"METIS_PartGraphKway returned {rc} ({what})" + (f": {said}" if said else ""))
+        raise MetisError(f"METIS_PartGraph{'Recursive' if recursive else 'Kway'} returned {rc} ({what})" + (f": {said}" if said else ""))
     if said:
         warnings.warn(f"METIS: {said}", MetisWarning, stacklevel=2)
     return part, int(edgecut.value)
@@ -422,8 +432,8 @@ class GraphPartition:
     cut : int
         Cut cost on the true (unscaled) edge costs, after repair and refinement.
     metis_edgecut : int
-        Edge cut METIS reported for its own run (on the possibly scaled
-        weights, before repair).
+        Edge cut METIS reported for the winning run (the first run when an
+        extra start wins), on the possibly scaled weights, before repair.
     imbalance_pct : list of float
         Imbalance per constraint (bytes, pages), in percent, at the end.
     units : list of int
@@ -453,9 +463,13 @@ class GraphPartition:
     starts: dict = field(default_factory=dict)
 
 
+#: METIS methods :func:`partition_graph` can run: k-way and recursive bisection.
+METHODS = ("kway", "rb")
+
+
 def partition_graph(g, K: int, imbalance: float = 0.05, seed: int | None = None, *,
                     ncon: int = 2, repair: bool = True, ncuts: int = 1,
-                    starts: dict | None = None) -> GraphPartition:
+                    starts: dict | None = None, methods=("kway",), tries: int = 1) -> GraphPartition:
     """Partition a :class:`~abc_crawler.partition.models.WeightedGraph` with two constraints.
 
     METIS (``ncon = 2``: bytes and pages, ``ubvec = 1 + imbalance``) gives a
@@ -484,6 +498,15 @@ def partition_graph(g, K: int, imbalance: float = 0.05, seed: int | None = None,
         METIS runs to pick the best from.
     starts : dict of str to array_like, optional
         Additional initial partitions of ``g``'s vertices, by name.
+    methods : sequence of {"kway", "rb"}, optional
+        METIS methods to run: ``METIS_PartGraphKway`` and/or
+        ``METIS_PartGraphRecursive`` (default k-way only).
+    tries : int, optional
+        METIS runs per method, with seeds ``seed, seed + 1, …`` (default 1).
+        Every run is a start; all go through the same repair and refinement
+        and the balanced one with the lowest cut wins. Starts are named
+        ``metis`` (k-way, first seed), ``metis-rb`` (recursive bisection,
+        first seed), with ``+i`` appended for the i-th further seed.
 
     Returns
     -------
@@ -504,9 +527,22 @@ def partition_graph(g, K: int, imbalance: float = 0.05, seed: int | None = None,
     W = np.stack([cols[c] for c in keep], axis=1)
     ew, eunit = scale_weights(g.adjwgt)
     ew = np.maximum(ew, 1)
-    part, edgecut = part_graph_kway(g.xadj, g.adjncy, W, K, ew, imbalance=imbalance, seed=seed,
-                                    ncuts=ncuts, check_symmetry=False)
-    cands = {"metis": part.astype(np.int64)}
+    if tries < 1:
+        raise ValueError("tries must be >= 1")
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods:
+        raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {methods!r}")
+    cands, edgecuts = {}, {}
+    for method in methods:
+        for i in range(tries):
+            name = ("metis" if method == "kway" else "metis-rb") + (f"+{i}" if i else "")
+            sd = None if seed is None else seed + i
+            if seed is None and i:
+                sd = i
+            part, edgecut = part_graph_kway(g.xadj, g.adjncy, W, K, ew, imbalance=imbalance, seed=sd,
+                                            ncuts=ncuts, check_symmetry=False, recursive=method == "rb")
+            cands[name] = part.astype(np.int64)
+            edgecuts[name] = edgecut
     for name, p in (starts or {}).items():
         p = np.asarray(p, dtype=np.int64)
         if p.shape != (g.n_vertices,) or (p.size and (p.min() < 0 or p.max() >= K)):
@@ -525,5 +561,6 @@ def partition_graph(g, K: int, imbalance: float = 0.05, seed: int | None = None,
                          [float(x) for x in imb])
     best = min(results, key=lambda k: (not results[k][2], results[k][1] if results[k][2] else results[k][3]))
     p, cut, _, _, rep, imb = results[best]
+    edgecut = edgecuts.get(best, edgecuts[next(iter(edgecuts))])
     return GraphPartition(p, cut, edgecut, imb, units, eunit, time.perf_counter() - t0, rep, best,
                           {k: {"cut": v[1], "balanced": v[2], "imbalance_pct": v[5]} for k, v in results.items()})

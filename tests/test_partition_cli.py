@@ -122,6 +122,9 @@ def test_remap_cli(session, capsys, tmp_path):
     (["{s}", "--parts", "31", "--model", "site-gp"], "exceeds the 30 hosts"),
     (["{s}", "--parts", "2", "--model", "bogus"], "invalid choice"),
     (["{s}", "--parts", "2", "--imbalance", "0"], "--imbalance"),
+    (["{s}", "--parts", "2", "--tries", "0"], "--tries"),
+    (["{s}", "--parts", "2", "--ncuts", "0"], "--ncuts"),
+    (["{s}", "--parts", "2", "--method", "spectral"], "invalid choice"),
     (["{s}"], "required"),
     (["{s}", "--parts", "2", "--remap", "{missing}/pv.npz"], "no part vector"),
 ])
