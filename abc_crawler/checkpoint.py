@@ -1,13 +1,23 @@
 """Checkpoints and the report journal: a killed crawl resumes, losing and duplicating nothing.
 
 Every ``checkpoint_seconds`` (rank 0 decides, in the exchange's status vector,
-so all ranks checkpoint the same superstep) each rank writes its whole state
-after the superstep's exchange — frontier, URL-seen set, counters, the report
-not yet sent to rank 0, the outbox, and the size of its WARC file — to
-``checkpoint/rank-NNNNN.SSSSSSSS.ckpt`` (temporary file + rename). It keeps
-its two newest checkpoints: a rank can be at most one checkpoint ahead of
-another (it cannot finish the next exchange alone), so the newest superstep
-every rank has is always on disk.
+so all ranks checkpoint the same superstep) each rank saves its state after the
+superstep's exchange, in two parts:
+
+- the append-only structures go to ``checkpoint/rank-NNNNN.log`` as one
+  increment per checkpoint (``CheckpointLog``): the URLs added to the frontier
+  since the last checkpoint (origin ids, path lengths, path text, new origins)
+  and the fingerprints of the URL-seen set whose flags changed (``uint64`` +
+  ``uint8`` arrays) — O(what is new), not O(state);
+- the rest — the frontier's state bytes (one per URL), counters, the report not
+  yet sent to rank 0, the outbox, the size of its WARC file and the length of
+  the log — to ``checkpoint/rank-NNNNN.SSSSSSSS.ckpt`` (temporary file +
+  rename, after the log is on disk).
+
+It keeps its two newest checkpoint files: a rank can be at most one checkpoint
+ahead of another (it cannot finish the next exchange alone), so the newest
+superstep every rank has is always on disk; the log is cut back to the length
+the resumed checkpoint recorded.
 
 Rank 0 appends the reports of every superstep to ``journal.bin`` before it
 merges them; its checkpoint records the journal's length.
@@ -30,7 +40,8 @@ from pathlib import Path
 
 from .session import atomic_write_bytes
 
-__all__ = ["save_checkpoint", "checkpoint_steps", "load_checkpoint", "prune_checkpoints", "Journal"]
+__all__ = ["save_checkpoint", "checkpoint_steps", "load_checkpoint", "prune_checkpoints", "Journal",
+           "CheckpointLog"]
 
 _NAME = re.compile(r"rank-(\d{5})\.(\d{8})\.ckpt$")
 
@@ -70,6 +81,48 @@ def prune_checkpoints(session_dir, rank: int, keep: int = 2) -> None:
 def load_checkpoint(session_dir, rank: int, superstep: int) -> dict:
     with open(_dir(session_dir) / f"rank-{rank:05d}.{superstep:08d}.ckpt", "rb") as fh:
         return pickle.load(fh)
+
+
+class CheckpointLog:
+    """A rank's append-only log of checkpoint increments: ``[len][pickle]`` records.
+
+    ``append`` writes one increment (a dict of NumPy arrays and bytes; pickle
+    protocol 5 copies the arrays' buffers as they are) and returns the log's
+    length once it is on disk; a checkpoint records that length.
+    """
+
+    def __init__(self, session_dir, rank: int):
+        self.path = _dir(session_dir) / f"rank-{rank:05d}.log"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(self.path, "ab")
+
+    def append(self, increment: dict) -> int:
+        rec = pickle.dumps(increment, protocol=5)
+        self._fh.write(struct.pack("<Q", len(rec)) + rec)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        return self._fh.tell()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    @staticmethod
+    def truncate_and_read(session_dir, rank: int, length: int):
+        """Cut the log to ``length`` bytes (what a checkpoint recorded) and yield its increments."""
+        path = _dir(session_dir) / f"rank-{rank:05d}.log"
+        if not path.exists():
+            if length:
+                raise FileNotFoundError(path)
+            return
+        with open(path, "r+b") as fh:
+            fh.truncate(length)
+        with open(path, "rb") as fh:
+            while True:
+                head = fh.read(8)
+                if len(head) < 8:
+                    return
+                (n,) = struct.unpack("<Q", head)
+                yield pickle.loads(fh.read(n))
 
 
 class Journal:

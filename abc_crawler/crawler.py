@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import xxhash
 
-from .checkpoint import Journal, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from .clock import SharedClock, estimate_offset
 from .config import CrawlConfig
 from .coordinator import Coordinator, Report, encode_report
 from .exchange import Communicator
 from .fetcher import Fetcher, Response
 from .frontier import Element, Frontier
+from .seen import new_fpset
 from .limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, InflateError, inflate, retry_delay, trap_reason
 from .ownership import Assignment
 from .parser import charset_of, extract_links
@@ -125,8 +126,9 @@ class RankCrawler:
         self.progress = progress
         self.frontier = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
                                  window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
-        self.seen: set[int] = set()
-        self.reported: set[int] = set()          # URLs whose text rank 0 already has from us
+        # URL-seen set (URLs admitted here or sent to their owner) with a REPORTED flag per
+        # fingerprint (URLs whose text rank 0 already has from us): one exact uint64 table
+        self.seen = new_fpset(journal=cfg.checkpoint_seconds > 0)
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
                                rank=self.rank, max_connections=cfg.concurrency)
@@ -178,6 +180,7 @@ class RankCrawler:
         self.session_dir = session_dir
         self.journal: Journal | None = None       # rank 0: every superstep's reports
         self._last_ckpt = time.monotonic()
+        self._ckpt_log: CheckpointLog | None = None   # append-only part of the checkpoints
         self.cpu_before = 0.0                     # CPU seconds of earlier runs (after --resume)
         self.resumed_from: int | None = None
 
@@ -266,13 +269,11 @@ class RankCrawler:
             if src_fp is not None:
                 rep.link_src.append(src_fp)
                 rep.link_dst.append(fp)
-                if fp not in self.reported:
-                    self.reported.add(fp)
+                if self.seen.report(fp):
                     rep.new_fp.append(fp)
                     rep.new_urls.append(url)
-            if fp in self.seen:
+            if not self.seen.add(fp):
                 continue
-            self.seen.add(fp)
             if r == me:
                 self._admit_local(url, fp, hops)
             else:
@@ -305,9 +306,8 @@ class RankCrawler:
                 continue
             url, _, h = line.partition("\t")
             fp = fingerprint(url)
-            if fp in self.seen:
+            if not self.seen.add(fp):
                 continue
-            self.seen.add(fp)
             self._admit_local(url, fp, int(h) if h else 0)
 
     # -- fetching ------------------------------------------------------------
@@ -327,6 +327,7 @@ class RankCrawler:
                 # a new slot: elements still queuing for the old phase give their URLs back
                 own = self._own_hosts
                 self.frontier.evict(lambda host: host not in own and (w is None or pc.phase(host) != w[0]))
+            self.frontier.readmit()              # hosts _admit refused may be admitted now
             self._dirty = True
         return w
 
@@ -341,10 +342,9 @@ class RankCrawler:
         if self.phase_clock is not None:
             self._phase_window()                 # a guard band admits only this rank's own hosts
             admit = self._admit
-        wake = self.frontier.next_wakeup(now)
-        if self._dirty or (wake is not None and wake <= now):
-            self.frontier.schedule(now, admit)
-            self._dirty = False
+        # O(hosts that changed): hosts with new or returned URLs, freed elements, ended back-offs
+        self.frontier.schedule(now, admit)
+        self._dirty = False
         free = self.cfg.concurrency - len(self.batches)
         if free <= 0:
             return
@@ -391,7 +391,7 @@ class RankCrawler:
                 self.c.errors[kind] += 1
             b.todo = []
         elif self.robots.needs_fetch(host, now):
-            url0 = self.frontier.urls[b.todo[0]] if b.todo else None
+            url0 = self.frontier.url(b.todo[0]) if b.todo else None
             if url0 is not None:
                 prefix = url0[: url0.index("/", url0.index("://") + 3)]
                 b.robots = True
@@ -410,7 +410,7 @@ class RankCrawler:
                 b.todo = []
                 break
             idx = b.todo.pop(0)
-            url = self.frontier.urls[idx]
+            url = self.frontier.url(idx)
             if not self.robots.allowed(host, url):
                 self.frontier.complete(idx)
                 self.c.links["robots_disallowed"] += 1
@@ -499,8 +499,7 @@ class RankCrawler:
             status, nbytes, is_node, links, hops = (r.status or -1), len(r.body), False, [], 0
         rep = self.report
         rep.page_fp.append(fp)
-        if fp not in self.reported:
-            self.reported.add(fp)
+        if self.seen.report(fp):
             rep.new_fp.append(fp)
             rep.new_urls.append(r.url)
         rep.page_status.append(status)
@@ -757,9 +756,14 @@ class RankCrawler:
         c = self.c
         c.requests -= inflight             # in-flight requests are asked again after a resume
         try:
+            # new URLs and changed fingerprints since the last checkpoint: appended to the log
+            if self._ckpt_log is None:
+                self._ckpt_log = CheckpointLog(self.session_dir, self.rank)
+            log_len = self._ckpt_log.append({"frontier": self.frontier.take_increment(),
+                                             "seen": self.seen.take_changes()})
             state = {
-                "superstep": self.superstep, "frontier": self.frontier, "seen": self.seen,
-                "reported": self.reported, "counters": c, "report": self.report, "outbox": self.outbox,
+                "superstep": self.superstep, "log": log_len, "frontier": self.frontier.state_for_checkpoint(),
+                "counters": c, "report": self.report, "outbox": self.outbox,
                 "hops": self.hops, "attempts": self.attempts, "host_fail": self.host_fail,
                 "dead_hosts": self.dead_hosts, "host_admitted": self.host_admitted, "budget": self.budget,
                 "elapsed": time.monotonic() - self.t0, "cpu_s": self.cpu_before + ru.ru_utime + ru.ru_stime,
@@ -774,22 +778,17 @@ class RankCrawler:
     def restore(self, superstep: int) -> None:
         """Continue from this rank's checkpoint of ``superstep`` (all ranks call it with the same one)."""
         st = load_checkpoint(self.session_dir, self.rank, superstep)
-        f = st["frontier"]
+        cfg = self.cfg
+        f = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
+                     window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
+        seen = new_fpset(journal=cfg.checkpoint_seconds > 0)
+        for inc in CheckpointLog.truncate_and_read(self.session_dir, self.rank, st["log"]):
+            f.apply_increment(inc["frontier"])
+            seen.merge(*inc["seen"])
         # URLs that were being fetched are fetched again; the Bucket starts empty
-        for i, v in enumerate(f.states):
-            if v == 1:                     # IN_PROGRESS
-                f.states[i] = 0
-        f.n_in_list += f.n_in_progress
-        f.n_in_progress = 0
-        f.lo = min(f.lo, next((i for i, v in enumerate(f.states) if v == 0), f.lo))
-        for col in f.elements:
-            for e in col:
-                e.reset()
-        f.by_host.clear()
-        f.blocked_until.clear()
+        f.restore_state(st["frontier"])
         self.frontier = f
-        self.seen = st["seen"]
-        self.reported = st["reported"]
+        self.seen = seen
         self.c = st["counters"]
         self.report = st["report"]
         self.outbox = st["outbox"]

@@ -6,30 +6,32 @@
 Each measurement runs in a fresh process: it imports the crawler, then adds N
 distinct canonical URLs (built one by one, as canonicalize() would return
 them: a new ``str`` each) to the structures under test exactly as
-``RankCrawler._route``/``receive`` do for a local URL — ``fp =
-fingerprint(url)``; ``seen.add(fp)``; ``frontier.add(url, host_of(url))`` —
-and finally runs one ``Frontier.schedule()`` pass (the Bucket takes its
-share). Figure: (peak RSS − RSS before) / N, from /proc/self/status (VmHWM,
-VmRSS), plus the RSS still held at the end. Variants:
+``RankCrawler._route``/``_admit_local`` do for a local URL found on a page —
+``fp = fingerprint(url)``; ``seen.report(fp)``; ``if seen.add(fp):
+frontier.add(url, host_of(url))`` — and finally runs one
+``Frontier.schedule()`` (the Bucket takes its share). Figure: (peak RSS − RSS
+before) / N, from /proc/self/status (VmHWM, VmRSS), plus the RSS still held
+at the end. Variants, each for the current layout and (``old-``) the layout
+of commit ebe161a (a ``set`` of ints per seen set, the window-scan Frontier of
+``tests/frontier_scan.py`` with a ``str`` per URL and per host):
 
-``seen``            the URL-seen set alone (``set`` of 64-bit ints, RankCrawler.seen)
+``seen``            the URL-seen set alone (now ``abc_crawler.seen`` FPSet:
+                    open-addressing uint64 table + flag byte)
 ``frontier``        ``abc_crawler.frontier.Frontier`` alone (URLStates + Bucket)
-``seen+frontier``   both: **the P6 figure** (goal ≤ 64 bytes per URL)
-``crawler``         both + ``RankCrawler.reported`` (a second set of the same
-                    fingerprints: URLs whose text rank 0 already has), i.e.
-                    what a rank really keeps per local URL
-``compact``         what a compact layout costs, for comparison: the seen set as
-                    an open-addressing ``uint64`` NumPy table (load ≤ 0.5), the
-                    URL text as one UTF-8 byte buffer + ``uint32`` offsets with
-                    the host replaced by a ``uint32`` host id (only the path
-                    and query are stored), states one byte
+``seen+frontier``   both
+``crawler``         **the P6 figure** (goal ≤ 64 bytes per URL): what a rank
+                    keeps per local URL — seen set, reported mark (old: a
+                    second ``set``; now a flag bit of the same table) and
+                    frontier; now also with the checkpoint journal on (the
+                    default) and a checkpoint's increments taken every
+                    100,000 URLs
 
 URL styles: ``synthetic`` (``http://h123.test:18081/d4/d1/p98765.html``, 1,000
 hosts, like the generated webs) and ``corpus`` (the real paths of the Debian
 documentation sites on copies of their hosts, like
 ``http://w17.docs.python.org:8080/library/asyncio-eventloop.html``: 109
 copies × 7 sites = 763 hosts for 1,000,000 URLs).
-Medians of ``--runs`` runs. A default run takes about 2 minutes.
+Medians of ``--runs`` runs. A default run takes about 4 minutes.
 """
 from __future__ import annotations
 
@@ -42,8 +44,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))   # frontier_scan
 
-VARIANTS = ("seen", "frontier", "seen+frontier", "crawler", "compact")
+VARIANTS = ("old-seen", "old-frontier", "old-seen+frontier", "old-crawler", "seen", "frontier", "seen+frontier", "crawler")
 
 
 def _status_kb(field: str) -> int:
@@ -87,117 +90,60 @@ def url_source(style: str, n: int):
     return make
 
 
-class CompactSeen:
-    """Open addressing over a uint64 array (0 = empty), load ≤ 0.5, doubling."""
-
-    def __init__(self, cap: int = 1 << 16):
-        import numpy as np
-
-        self.np = np
-        self.t = np.zeros(cap, dtype=np.uint64)
-        self.n = 0
-
-    def add(self, fp: int) -> bool:
-        fp = fp or 1
-        if 2 * (self.n + 1) > len(self.t):
-            self._grow()
-        t = self.t
-        mask = len(t) - 1
-        i = fp & mask
-        while True:
-            v = int(t[i])
-            if v == 0:
-                t[i] = fp
-                self.n += 1
-                return True
-            if v == fp:
-                return False
-            i = (i + 1) & mask
-
-    def _grow(self) -> None:
-        np = self.np
-        old = self.t[self.t != 0]
-        cap = 2 * len(self.t)
-        t = np.zeros(cap, dtype=np.uint64)
-        mask = np.uint64(cap - 1)
-        for fp in old.tolist():
-            i = fp & (cap - 1)
-            while t[i] != 0:
-                i = (i + 1) & (cap - 1)
-            t[i] = fp
-        del old
-        self.t = t
-
-
-class CompactFrontier:
-    """URL paths in one byte buffer + uint32 offsets, uint32 host ids, one state byte per URL."""
-
-    def __init__(self):
-        import numpy as np
-
-        self.np = np
-        self.blob = bytearray()
-        self.off = np.zeros(1 << 16, dtype=np.uint32)
-        self.host_id = np.zeros(1 << 16, dtype=np.uint32)
-        self.states = bytearray()
-        self.hosts: dict[str, int] = {}
-        self.n = 0
-
-    def add(self, url: str, host: str) -> int:
-        hid = self.hosts.setdefault(host, len(self.hosts))
-        start = url.find("/", url.find("://") + 3)
-        if self.n + 1 >= len(self.off):
-            self.off = self.np.resize(self.off, 2 * len(self.off))
-            self.host_id = self.np.resize(self.host_id, 2 * len(self.host_id))
-        self.blob += url[start:].encode()
-        self.off[self.n + 1] = len(self.blob)
-        self.host_id[self.n] = hid
-        self.states.append(0)
-        self.n += 1
-        return self.n - 1
-
-
 def measure(variant: str, n: int, style: str) -> dict:
     """Runs in the child process."""
     import gc
 
-    from abc_crawler.frontier import Frontier
     from abc_crawler.urls import fingerprint, host_of
+
+    old = variant.startswith("old-")
+    base = variant[4:] if old else variant
+    if old:
+        from frontier_scan import Frontier      # verbatim copy of the window-scan Frontier (ebe161a)
+    else:
+        from abc_crawler.frontier import Frontier
+        from abc_crawler.seen import new_fpset
 
     make = url_source(style, n)
     sample = [make(i) for i in range(0, n, max(1, n // 10000))]
     mean_len = sum(len(u) for u in sample) / len(sample)
     del sample
     gc.collect()
-    seen = reported = frontier = None
-    if variant in ("seen", "seen+frontier", "crawler"):
-        seen = set()
-    if variant == "crawler":
-        reported = set()
-    if variant in ("frontier", "seen+frontier", "crawler"):
+    seen = frontier = None
+    crawler = base == "crawler"
+    if base in ("seen", "seen+frontier", "crawler"):
+        # new: RankCrawler's table; the journal is on in "crawler", as with checkpoints (the default)
+        seen = (set(), set() if crawler else None) if old else new_fpset(journal=crawler)
+    if base in ("frontier", "seen+frontier", "crawler"):
         frontier = Frontier()          # the crawler's defaults: 199 x 8 Bucket, L = 16, window 250,000
-    if variant == "compact":
-        seen = CompactSeen()
-        frontier = CompactFrontier()
     time.sleep(0.1)
     rss0 = _status_kb("VmRSS")
     _reset_peak()
     t0 = time.process_time()
+    ckpt_every = 100_000
     for i in range(n):
         url = make(i)
         fp = fingerprint(url)
-        if reported is not None and fp not in reported:
-            reported.add(fp)
-        if seen is not None:
-            if variant == "compact":
-                seen.add(fp)
-            elif fp in seen:
+        if old:
+            if seen is not None:
+                seen_set, reported = seen
+                if reported is not None and fp not in reported:     # RankCrawler._route (ebe161a)
+                    reported.add(fp)
+                if fp in seen_set:
+                    continue
+                seen_set.add(fp)
+        elif seen is not None:
+            if crawler:
+                seen.report(fp)                                    # RankCrawler._route
+            if not seen.add(fp):
                 continue
-            else:
-                seen.add(fp)
         if frontier is not None:
-            frontier.add(url, host_of(url))
-    if isinstance(frontier, Frontier):
+            frontier.add(url, host_of(url))                        # RankCrawler._admit_local
+        if crawler and not old and i % ckpt_every == ckpt_every - 1:
+            # a checkpoint every 100,000 URLs: the increments go to the log (here: dropped)
+            frontier.take_increment()
+            seen.take_changes()
+    if frontier is not None:
         frontier.schedule(now=0.0)
     cpu = time.process_time() - t0
     gc.collect()
@@ -206,30 +152,28 @@ def measure(variant: str, n: int, style: str) -> dict:
     out = {"variant": variant, "urls": n, "style": style, "mean_url_len": round(mean_len, 1),
            "peak_bytes_per_url": (hwm - rss0) * 1024 / n, "held_bytes_per_url": (rss1 - rss0) * 1024 / n,
            "insert_us_per_url": cpu / n * 1e6}
-    # analytic shares (sys.getsizeof), for the breakdown
-    if isinstance(frontier, Frontier):
-        n = len(frontier.urls)
-        out["frontier_urls"] = n
+    # analytic shares, for the breakdown
+    if frontier is not None and old:
         k = min(n, 20000)
         url_obj = sum(sys.getsizeof(frontier.urls[i]) for i in range(0, n, n // k)) / k
         host_obj = sum(sys.getsizeof(frontier.hosts[i]) for i in range(0, n, n // k)) / k
-        shared = len({id(frontier.hosts[i]) for i in range(0, n, n // k)})
         out["frontier_parts"] = {
-            "urls list (pointer)": sys.getsizeof(frontier.urls) / n,
-            "URL str objects": url_obj,
-            "hosts list (pointer)": sys.getsizeof(frontier.hosts) / n,
-            "host str objects (one per URL)" if shared > k // 2 else "host str objects (shared)":
-                host_obj if shared > k // 2 else 0.0,
-            "states bytearray": sys.getsizeof(frontier.states) / n,
-        }
-    if isinstance(seen, set):
-        out["seen_parts"] = {"set table": sys.getsizeof(seen) / n, "int objects": 32.0}
-    if reported is not None:
-        out["reported_parts"] = {"set table": sys.getsizeof(reported) / n, "int objects (shared with seen)": 0.0}
-    if variant == "compact":
-        out["compact_parts"] = {"seen table (uint64, load <= 0.5)": seen.t.nbytes / n,
-                                "path bytes": len(frontier.blob) / n, "offsets (uint32)": frontier.off.nbytes / n,
-                                "host ids (uint32)": frontier.host_id.nbytes / n, "states": 1.0}
+            "urls list (pointer)": sys.getsizeof(frontier.urls) / n, "URL str objects": url_obj,
+            "hosts list (pointer)": sys.getsizeof(frontier.hosts) / n, "host str objects": host_obj,
+            "states bytearray": sys.getsizeof(frontier.states) / n}
+    elif frontier is not None:
+        text = sum(len(c) for c in frontier._chunks if c is not None)
+        out["frontier_parts"] = {
+            "path text (1 MiB chunks)": text / n, "positions (uint32)": float(frontier._pos.itemsize),
+            "origin ids (uint32)": 4.0, "FIFO links (int32)": 4.0, "states": 1.0,
+            "origin+host tables": (sum(sys.getsizeof(p) for p in frontier._origin_prefix)
+                                   + sum(sys.getsizeof(h) for h in frontier._host_names)) / n}
+    if seen is not None and old:
+        out["seen_parts"] = {"set table": sys.getsizeof(seen[0]) / n, "int objects": 32.0}
+        if seen[1] is not None:
+            out["reported_parts"] = {"set table": sys.getsizeof(seen[1]) / n}
+    elif seen is not None:
+        out["seen_parts"] = {f"FPSet table (9 B/slot, {len(seen) / seen.capacity:.2f} full)": seen.nbytes / n}
     return out
 
 
@@ -260,15 +204,15 @@ def main() -> int:
     med = {k: medians(rows, ["peak_bytes_per_url", "held_bytes_per_url", "insert_us_per_url", "mean_url_len"])
            for k, rows in raw.items()}
     for k, rows in raw.items():
-        for part in ("frontier_parts", "seen_parts", "reported_parts", "compact_parts"):
+        for part in ("frontier_parts", "seen_parts", "reported_parts"):
             if part in rows[0]:
                 med[k][part] = rows[0][part]
     res = {"benchmark": "P6 memory", "args": vars(a), "medians": med, "raw": raw,
            "goal": {"target_bytes_per_url": 64,
-                    "met": {s: med[f"{s}/seen+frontier"]["peak_bytes_per_url"] <= 64 for s in a.style
-                            if f"{s}/seen+frontier" in med}}}
+                    "met": {s: med[f"{s}/crawler"]["peak_bytes_per_url"] <= 64 for s in a.style
+                            if f"{s}/crawler" in med}}}
     path = write_result("memory", res, a.out)
-    print(f"\nmedians of {a.runs} runs, {a.urls:,} URLs (bytes per URL; goal seen+frontier <= 64):")
+    print(f"\nmedians of {a.runs} runs, {a.urls:,} URLs (bytes per URL; goal crawler <= 64):")
     for style in a.style:
         print(f"  {style} URLs (mean length {med[f'{style}/{a.variants[0]}']['mean_url_len']:.1f} chars):")
         for v in a.variants:
@@ -277,9 +221,9 @@ def main() -> int:
                   f"   insert {m['insert_us_per_url']:.2f} us")
         for v in a.variants:
             m = med[f"{style}/{v}"]
-            for part in ("seen_parts", "frontier_parts", "reported_parts", "compact_parts"):
-                if part in m and (v in ("crawler", "compact") or part != "reported_parts"):
-                    if v in ("seen+frontier", "compact") or (v == "crawler" and part == "reported_parts"):
+            if v.endswith("crawler"):
+                for part in ("seen_parts", "frontier_parts", "reported_parts"):
+                    if part in m:
                         print(f"      {v} / {part}: " + ", ".join(f"{k} {x:.1f}" for k, x in m[part].items()))
     print(f"wrote {path}")
     return 0
