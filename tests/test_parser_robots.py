@@ -59,3 +59,130 @@ def test_robots_4xx_allows_all_5xx_retries_then_gives_up():
 def test_robots_disabled():
     rc = RobotsCache("abc-crawler", enabled=False)
     assert not rc.needs_fetch("a.test", 0.0) and rc.allowed("a.test", "http://a.test/x")
+
+
+# -- the single-pass extraction against the previous three-XPath one ---------------------------
+
+import os  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
+from lxml import etree  # noqa: E402
+
+from abc_crawler.parser import ParsedPage, charset_of  # noqa: E402
+
+_OLD_PARSERS: dict = {}
+
+
+def _xpath_reference(body: bytes, encoding: str | None = None) -> ParsedPage:
+    """extract_links as it was (git ea428f4): its parser options and its three XPath walks."""
+    xp_base = etree.XPath("//base[@href][1]/@href")
+    xp_meta = etree.XPath("//meta[translate(@name,'ROBTS','robts')='robots']/@content")
+    xp_links = etree.XPath("//a[@href] | //area[@href]")
+    if not body or not body.strip():
+        return ParsedPage(ok=False)
+    if body[:3] == b"\xef\xbb\xbf" or body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        encoding = None
+    if encoding not in _OLD_PARSERS:
+        opts = dict(recover=True, no_network=True, remove_comments=True, remove_pis=True)
+        try:
+            _OLD_PARSERS[encoding] = etree.HTMLParser(**opts, **({"encoding": encoding} if encoding else {}))
+        except LookupError:
+            _OLD_PARSERS[encoding] = etree.HTMLParser(**opts)
+    try:
+        root = etree.fromstring(body, _OLD_PARSERS[encoding])
+    except (etree.ParserError, ValueError):
+        return ParsedPage(ok=False)
+    if root is None:
+        return ParsedPage(ok=False)
+    page = ParsedPage()
+    base = xp_base(root)
+    if base:
+        page.base = str(base[0]).strip() or None
+    for content in xp_meta(root):
+        tokens = {t.strip().lower() for t in str(content).split(",")}
+        if "nofollow" in tokens or "none" in tokens:
+            page.meta_nofollow = True
+    for el in xp_links(root):
+        href = el.get("href")
+        if not href:
+            continue
+        rel = el.get("rel")
+        if page.meta_nofollow or (rel and "nofollow" in rel.lower().split()):
+            page.nofollow.append(href)
+        else:
+            page.links.append(href)
+    return page
+
+
+def _same(body: bytes, encoding: str | None = None) -> None:
+    assert extract_links(body, encoding) == _xpath_reference(body, encoding), body[:300]
+
+
+_attr_value = st.sampled_from(["x.html", "", " ", " /d/ ", "http://h.test/a b", "&amp;q=1", "#frag", "javascript:v()",
+                               "nofollow", "NoFollow external", "noopener nofollow", "nofollowx", "robots",
+                               "ROBOTS", "Robots", " robots", "rObOtS", "googlebot", "noindex, NOFOLLOW", "none",
+                               "index,follow", "no follow", "\u00e9t\u00e9", "r\u00f6bots"])
+_attr = st.tuples(st.sampled_from(["href", "HREF", "rel", "REL", "name", "NAME", "content", "id", "http-equiv"]),
+                  _attr_value, st.sampled_from(["'", '"', ""]))
+_tag_name = st.sampled_from(["a", "A", "area", "AREA", "base", "BASE", "meta", "Meta", "div", "p", "head", "body",
+                             "map", "svg:a", "html", "table", "td", "b", "script", "noscript", "title", "li"])
+
+
+def _open_tag(name, attrs, close):
+    parts = [f" {k}={q}{v}{q}" if q or v else f" {k}" for k, v, q in attrs]
+    return f"<{name}{''.join(parts)}{' /' if close else ''}>"
+
+
+_piece = st.one_of(
+    st.builds(_open_tag, _tag_name, st.lists(_attr, max_size=4), st.booleans()),
+    st.builds(lambda n: f"</{n}>", _tag_name),
+    st.sampled_from(["text", "<!-- <a href=c.html> -->", "<![CDATA[<a href=d>]]>", "<?pi x?>", "&", "<", ">",
+                     "\u00e9", "<meta charset=latin-1>", "<meta charset=utf-8>", "<!DOCTYPE html>",
+                     "<script>var a='<a href=s.html>';</script>", "\x00", "<html>", "</html>", "<head>", "<body>"]),
+)
+_html = st.lists(_piece, max_size=60).map("".join)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_html, enc=st.sampled_from(["utf-8", "latin-1", "windows-1252", None]),
+       charset=st.sampled_from([None, "utf-8", "iso-8859-1", "bogus"]))
+@example(text="<a href=a>1</a><meta name=Robots content='NOINDEX, NoFollow'><a href=b>", enc="utf-8", charset=None)
+@example(text="<base href=''><base href='/b/'><a href=x>", enc="utf-8", charset=None)
+@example(text="<div><base href=' /d/ '></div><head><base href=/e/></head>", enc="utf-8", charset=None)
+@example(text="<base><base href=/f/><area href=m rel=NOFOLLOW><a rel=nofollow>", enc="utf-8", charset=None)
+def test_single_pass_equals_xpath_on_generated_html(text, enc, charset):
+    body = text.encode(enc or "utf-8", "replace")
+    _same(body, charset_of(f"text/html; charset={charset}") if charset else None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=2000))
+def test_single_pass_equals_xpath_on_random_bytes(body):
+    _same(body)
+
+
+def _corpus_sample(n=400):
+    roots = ["/usr/share/doc/python3.11/html", "/usr/share/doc/python-django-doc/html",
+             "/usr/share/doc/postgresql-doc-15/html", "/usr/share/doc/git-doc", "/usr/share/doc/sqlite3",
+             "/usr/share/doc/cmake-data/html", "/usr/share/doc/gcc-12-base/libstdc++"]
+    files = []
+    for r in roots:
+        if os.path.isdir(r):
+            files += sorted(p for p in Path(r).rglob("*.html") if p.is_file())
+    step = max(1, len(files) // n)
+    return files[::step][:n]
+
+
+def test_single_pass_equals_xpath_on_the_real_corpus():
+    files = _corpus_sample()
+    if not files:
+        pytest.skip("the documentation corpus is not installed (/work/shared/corpus/README.md)")
+    links = 0
+    for f in files:
+        body = f.read_bytes()
+        _same(body)
+        _same(body, "utf-8")
+        links += len(extract_links(body).links)
+    assert links > 10 * len(files)
