@@ -76,8 +76,18 @@ def batches(g: EdgeSequence, size: int):
 
 
 # ------------------------------------------------------------ measurements
+GROW = False            # set from --grow
+
+
 def feed(kernel, g: EdgeSequence, batch: int):
+    """Insert every batch; with --grow, first add the nodes the batch needs
+    (the coordinator adds a page's node when it is crawled)."""
     for s, d in batches(g, batch):
+        if GROW:
+            need = max(int(s.max()), int(d.max())) + 1
+            have = kernel.nodes if isinstance(kernel, GraphStats) else kernel.n
+            if need > have:
+                kernel.add_nodes(need - have)
         kernel.add_edges(s, d)
     return kernel
 
@@ -86,16 +96,17 @@ SEARCH = "auto"          # set from --search
 
 
 def make_apsd(g, dtype):
-    return APSD(g.n, dtype=dtype, search=SEARCH)
+    return APSD(0 if GROW else g.n, dtype=dtype, search=SEARCH)
 
 
 def make_scc(g, _dtype):
-    return SCC(g.n)
+    return SCC(0 if GROW else g.n)
 
 
 def make_stats(g, dtype):
     gs = GraphStats(max_nodes=g.n, apsd_dtype=dtype)
-    gs.add_nodes(g.n)
+    if not GROW:
+        gs.add_nodes(g.n)
     return gs
 
 
@@ -209,23 +220,64 @@ def networkit_baseline(name: str, batch: int, timeout: float):
 
 
 # ----------------------------------------------------------------- the run
-def bench_graph(name: str, args) -> dict:
+KERNELS = (("apsd", make_apsd), ("scc", make_scc), ("stats", make_stats))
+
+
+def rss_worker(spec: str, batch: int) -> None:
+    """Subprocess body: feed one kernel, print its peak RSS growth as JSON."""
+    kind, name, dtype = spec.split(":", 2)
     g = make_graph(name)
-    row = {"graph": g.name, "n": g.n, "edges": g.m}
+    make = dict(KERNELS)[kind]
+    base = _reset_peak_rss()
+    feed(make(g, np.dtype(dtype).type), g, batch)
+    print(json.dumps({"rss_growth": _peak_rss() - base}))
+
+
+def rss_growth(kind: str, name: str, dtype, args):
+    """Peak RSS growth of one run of a kernel in a fresh process (bytes), or None."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--rss-worker", f"{kind}:{name}:{np.dtype(dtype).name}",
+           "--batch", str(args.batch), "--search", args.search] + (["--grow"] if GROW else [])
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=3600)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])["rss_growth"]
+
+
+def bench_graph(name: str, args) -> dict:
+    """Every figure of one graph.  The runs are interleaved: run r times APSD,
+    SCC, GraphStats and (with baselines) NetworKit one after the other, so
+    that load from other jobs hits every side alike; medians are reported."""
+    g = make_graph(name)
+    row = {"graph": g.name, "n": g.n, "edges": g.m, "grow": GROW}
     # uint8 unless some distance reaches 255 hops; then uint16 (reported).
     dtype, overflow = np.uint8, None
     try:
-        apsd_times = cpu_seconds(make_apsd, g, dtype, args.batch, args.runs)
+        feed(make_apsd(g, dtype), g, args.batch)
     except DistanceOverflowError as exc:
         dtype, overflow = np.uint16, str(exc)
-        apsd_times = cpu_seconds(make_apsd, g, dtype, args.batch, args.runs)
     row["apsd_dtype"] = np.dtype(dtype).name
     row["uint8_overflow"] = overflow
-    for key, make in (("apsd", make_apsd), ("scc", make_scc), ("stats", make_stats)):
-        med, times = apsd_times if key == "apsd" else cpu_seconds(make, g, dtype, args.batch, args.runs)
+    times = {key: [] for key, _ in KERNELS}
+    nk_runs, nk_why = [], None
+    for _ in range(args.runs):
+        for key, make in KERNELS:
+            t = time.process_time()
+            feed(make(g, dtype), g, args.batch)
+            times[key].append(time.process_time() - t)
+        if not args.no_baselines and nk_why is None:
+            nk_result, nk_why = networkit_baseline(name, args.batch, args.nk_timeout)
+            if nk_result:
+                nk_runs.append(nk_result)
+    for key, make in KERNELS:
+        med = statistics.median(times[key])
         peak, k = peak_bytes(make, g, dtype, args.batch)
-        row[key] = {"seconds": med, "runs": times, "us_per_edge": 1e6 * med / max(g.m, 1),
+        row[key] = {"seconds": med, "runs": times[key], "us_per_edge": 1e6 * med / max(g.m, 1),
                     "peak_bytes": peak, "peak_per_n2": peak / max(g.n * g.n, 1)}
+        if key in ("apsd", "scc") and args.rss:
+            rss = rss_growth(key, name, dtype, args)
+            row[key]["rss_growth"] = rss
+            row[key]["rss_per_n2"] = None if rss is None else rss / max(g.n * g.n, 1)
         if key == "apsd":
             row["diameter"], row["avg_distance"] = k.diameter, k.avg_distance
             row["updates"], row["apsd_search"] = k.updates, k.search
@@ -235,9 +287,33 @@ def bench_graph(name: str, args) -> dict:
         seconds, exact = scipy_baseline(g, args.batch, args.scipy_samples)
         row["scipy"] = {"seconds": seconds, "exact": exact,
                         "batches": -(-g.m // args.batch)}
-        nk_result, why = networkit_baseline(name, args.batch, args.nk_timeout)
-        row["networkit"] = nk_result if nk_result else {"skipped": why}
+        if nk_runs:
+            row["networkit"] = {"seconds": statistics.median(r["seconds"] for r in nk_runs),
+                                "runs": [r["seconds"] for r in nk_runs],
+                                "rss_growth": max(r["rss_growth"] for r in nk_runs),
+                                "version": nk_runs[0]["version"]}
+        else:
+            row["networkit"] = {"skipped": nk_why}
     return row
+
+
+def print_goals(rows) -> None:
+    """Issue 4's goals (a) and (c), per graph, from the figures above."""
+    for r in rows:
+        n2 = r["n"] * r["n"]
+        ours = r["apsd"]["seconds"] + r["scc"]["seconds"]
+        nk = r.get("networkit", {})
+        line = f"# goals {r['graph']}:"
+        if "seconds" in nk:
+            line += (f" (a) NetworKit {nk['seconds']:.3g} s / (APSD {r['apsd']['seconds']:.3g} + "
+                     f"SCC {r['scc']['seconds']:.3g} s) = {nk['seconds'] / ours:.2f}x (goal >= 2);")
+        a, c = r["apsd"], r["scc"]
+        line += (f" (c) peak traced APSD {a['peak_per_n2']:.3f} n^2 (goal <= 1.2), "
+                 f"SCC {c['peak_per_n2']:.4f} n^2 (goal <= 0.125)")
+        if a.get("rss_growth") is not None and c.get("rss_growth") is not None:
+            line += (f"; peak RSS growth APSD {a['rss_per_n2']:.3f} n^2, SCC {c['rss_per_n2']:.4f} n^2 "
+                     f"({c['rss_growth'] - n2 / 8:+.0f} bytes against n^2/8)")
+        print(line + ("" if r["grow"] else "  [kernels created at full size; --grow: as pages arrive]"))
 
 
 def fmt_row(r: dict) -> list[str]:
@@ -297,14 +373,26 @@ def main(argv=None) -> int:
     p.add_argument("--no-baselines", action="store_true", help="skip scipy and NetworKit")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
+    p.add_argument("--grow", action="store_true",
+                   help="start the kernels empty and add nodes as the batches need them "
+                        "(as the coordinator does); memory is then measured while growing")
+    p.add_argument("--rss", action="store_true",
+                   help="also measure each kernel's peak RSS growth in a fresh process")
     p.add_argument("--networkit-worker", metavar="GRAPH", help=argparse.SUPPRESS)
+    p.add_argument("--rss-worker", metavar="KIND:GRAPH:DTYPE", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    global GROW
+    GROW = args.grow
     if args.networkit_worker:
         networkit_worker(args.networkit_worker, args.batch)
         return 0
+    if args.rss_worker:
+        global SEARCH
+        SEARCH = args.search
+        rss_worker(args.rss_worker, args.batch)
+        return 0
     if args.runs < 1 or args.batch < 1 or args.scipy_samples < 1:
         p.error("--runs, --batch and --scipy-samples must be >= 1")
-    global SEARCH
     SEARCH = args.search
     names = args.graphs.split(",") if args.graphs else (QUICK if args.quick else FULL)
     if args.quick:
@@ -315,7 +403,8 @@ def main(argv=None) -> int:
 
     print(f"# graphbench: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}, NumPy {np.__version__}; batch {args.batch}, "
-          f"search {args.search}, median of {args.runs} run(s)", flush=True)
+          f"search {args.search}, median of {args.runs} interleaved run(s)"
+          f"{', kernels grow as pages arrive' if GROW else ''}", flush=True)
     rows = []
     for name in names:
         t = time.perf_counter()
@@ -324,6 +413,7 @@ def main(argv=None) -> int:
         note = f"  [uint8 overflows: {r['uint8_overflow']}]" if r["uint8_overflow"] else ""
         print(f"# {r['graph']}: done in {time.perf_counter() - t:.1f} s wall{note}", file=sys.stderr, flush=True)
     print_table(rows, not args.no_baselines, args.markdown)
+    print_goals(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"argv": sys.argv[1:], "rows": rows}, f, indent=1)

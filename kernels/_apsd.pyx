@@ -30,6 +30,24 @@ changes nothing:
   the search takes 140 s and the scan 160 s; up to n = 10000, and on
   Ausiello's sequence, the prefetched scan is as fast or faster.
 
+Three more savings of the search (measured on the crawl-order graph of
+n = 5000, ``docs/benchmarks/kernels.md``: 4.3 s before, about 2 s after):
+
+* One cell per row: the first touch of k from q (layer dqi of the FIFO
+  search) decides from d[k][j] alone: k is improved iff d[k][j] > dqi + 2,
+  and then d[k][i] = dqi + 1 (proof at the loop), so d[k][i] is never read.
+* Groups: a shortest path uses at most one edge into j, so edges i1 -> j,
+  i2 -> j, ... are inserted together: step 1 for each row i_t (exact, since
+  d[i_t][S] = 0 for S = {i_t}), then one search from all of S, lowering a
+  row k to ``d[k][S] + 1 + d[j][x]``.  The batch is grouped by head (stable
+  sort) first; the distances after a batch do not depend on the order of
+  its edges.  A crawl inserts a new page's waiting in-links together, and a
+  batch's links into the same popular page; this halves the rows visited.
+* Prefetch across in-lists: a cursor runs ahead of the search over the
+  stream of candidates (the in-lists of the queued rows, one after the
+  other) and prefetches d[k][j], so the cache misses of many candidates
+  overlap even though most in-lists are short.
+
 A histogram of the finite distances over ordered pairs u != v, the number of
 such pairs and the sum of their distances are adjusted on every cell change,
 so the diameter (largest non-empty bin) and the average distance are O(1) to
@@ -42,7 +60,7 @@ from libc.string cimport memcpy
 import numpy as np
 
 from kernels._types cimport (ABC_PREFETCH, KERNEL_DIST_OVERFLOW, KERNEL_NO_MEMORY,
-                             KERNEL_OK, LIST_BUDGET_FLOOR, PREFETCH_AHEAD,
+                             KERNEL_OK, LIST_BUDGET_FLOOR, PREFETCH_AHEAD, PREFETCH_MATRIX, PREFETCH_STREAM,
                              UNREACHABLE_U16, UNREACHABLE_U8, dist_t, grown_capacity,
                              node_t)
 from kernels._rowstore cimport (HUGE_MATRIX, RowStore, rowstore_add_rows, rowstore_free,
@@ -65,7 +83,6 @@ cdef struct ApsdTally:
     int64_t duplicates  # edges already present (d == 1), ignored
     int64_t self_loops  # edges u -> u, ignored
     Py_ssize_t hi       # no histogram bin above hi is non-empty
-    uint32_t epoch      # search stamp: node k is visited iff stamp[k] == epoch
 
 
 cdef struct ApsdWork:
@@ -75,7 +92,10 @@ cdef struct ApsdWork:
     node_t* queue       # [capacity]: the breadth-first search of step 2
     Py_ssize_t* q_off   # [capacity]: queue[h]'s list is cols[q_off[h] : q_off[h] + q_len[h]]
     node_t* q_len       # [capacity]
+    node_t* q_dist      # [capacity]: d[queue[h]][i]
     uint32_t* stamp     # [capacity]
+    uint32_t epoch      # search stamp: node k is visited iff stamp[k] == epoch
+    int prefetch        # run the search's prefetch cursor (the matrix outgrows the caches)
     AdjLists* inn       # in-neighbours of every node (when use_lists)
     int use_lists       # 1: search over in-edges; 0: scan column i (the paper's loop)
     int may_drop        # "auto": drop the lists once they exceed list_budget bytes
@@ -137,51 +157,21 @@ cdef inline int _lower_row(dist_t* rk, int dki, dist_t* ri, node_t* plist, Py_ss
 
 
 @cython.cdivision(True)
-cdef int _insert(dist_t** rows, Py_ssize_t n, node_t i, node_t j,
-                 ApsdWork* w, ApsdTally* t) noexcept nogil:
-    """Insert edge i -> j (0 <= i, j < n).  Returns a KERNEL_* code.
+cdef inline int _step1(dist_t* ri, dist_t* rj, Py_ssize_t n, int64_t* hist, Acc* acc,
+                       node_t* out, Py_ssize_t* nc) noexcept nogil:
+    """Row i from row j (Fig. 8, lines 10-11): ``ri[x] = min(ri[x], 1 + rj[x])``.
 
-    With in-edge lists: O(n + sum over improved rows k of (indeg(k) +
-    |list of k's parent|)).  With the column scan: O(n + improved * c),
-    c = columns lowered in row i.  Worst case O(n^2 + m) either way.
+    The lowered columns go to ``out[0 .. nc-1]``.  Returns KERNEL_OK, or
+    KERNEL_DIST_OVERFLOW if i comes to reach a column at a distance the type
+    cannot hold.
     """
     cdef int inf
     if dist_t is uint8_t:
         inf = UNREACHABLE_U8
     else:
         inf = UNREACHABLE_U16
-    if i == j:
-        t.self_loops += 1
-        return KERNEL_OK
-    cdef dist_t* ri = rows[i]
-    cdef dist_t* rj = rows[j]
-    cdef dist_t* rk
-    if ri[j] == 1:
-        t.duplicates += 1
-        return KERNEL_OK
-    if w.use_lists and w.may_drop and adj_nbytes(w.inn) > w.list_budget:
-        adj_free(w.inn)                     # dense graph: back to the column scan
-        w.use_lists = 0
-    if w.use_lists and adj_append(w.inn, j, i) != 0:
-        return KERNEL_NO_MEMORY
-    t.inserted += 1
-
-    cdef Acc acc
-    acc.pairs, acc.dsum, acc.upd, acc.hi = t.pairs, t.dist_sum, 0, t.hi
-    cdef int64_t* hist = w.hist
-    cdef node_t* cols = w.cols
-    cdef node_t* queue = w.queue
-    cdef uint32_t* stamp = w.stamp
-    cdef int64_t visited = 0
-    cdef Py_ssize_t x, k, nc = 0, head, tail, e, deg, off, plen, start, used
-    cdef node_t q
-    cdef node_t* preds
-    cdef int dj, di, dk, dki, dqi, cand
-    cdef uint32_t epoch
-    cdef int code = KERNEL_OK
-
-    # Step 1: row i from row j (Fig. 8, lines 10-11); its lowered columns
-    # go to cols[0 .. nc-1].
+    cdef Py_ssize_t x, c = 0
+    cdef int dj, di, cand
     for x in range(n):
         dj = rj[x]
         if dj == inf:
@@ -199,104 +189,220 @@ cdef int _insert(dist_t** rows, Py_ssize_t n, node_t i, node_t j,
             if cand > acc.hi:
                 acc.hi = cand
             ri[x] = <dist_t> cand
-            cols[nc] = <node_t> x
-            nc += 1
+            out[c] = <node_t> x
+            c += 1
         elif di == inf:
-            # i now reaches x, but only at distance >= inf: not representable.
-            code = KERNEL_DIST_OVERFLOW
-            break
-    acc.upd = nc
+            nc[0] = c
+            acc.upd += c
+            return KERNEL_DIST_OVERFLOW
+    nc[0] = c
+    acc.upd += c
+    return KERNEL_OK
 
-    if code != KERNEL_OK or nc == 0:
-        pass
-    elif not w.use_lists:
-        # Step 2 (lines 14-22) as in the paper, a scan of column i, minus
-        # the rows that cannot improve (see the module docstring).
-        used = 0
-        for k in range(n):
-            if k + PREFETCH_AHEAD < n:
-                rk = rows[k + PREFETCH_AHEAD]
-                ABC_PREFETCH(rk + i)
-                ABC_PREFETCH(rk + j)
-            if k == i or k == j:
-                continue
-            rk = rows[k]
-            dki = rk[i]
-            if dki == inf:
-                continue
-            dk = rk[j]
-            if dk != inf and dk <= dki + 1:
-                continue
-            visited += 1
-            code = _lower_row(rk, dki, ri, cols, nc, hist, &acc, NULL, &used, 0)
-            if code != KERNEL_OK:
-                break
+
+@cython.cdivision(True)
+cdef int _scan_rows(dist_t** rows, Py_ssize_t n, node_t i, node_t j, node_t* cols,
+                    Py_ssize_t nc, int64_t* hist, Acc* acc, int64_t* visited) noexcept nogil:
+    """Step 2 (Fig. 8, lines 14-22) as in the paper, a scan of column i,
+    minus the rows that cannot improve (module docstring)."""
+    cdef int inf
+    if dist_t is uint8_t:
+        inf = UNREACHABLE_U8
     else:
-        # Step 2 (lines 14-22) on the improved rows only, found by a search
-        # from i over in-edges along shortest paths to i (module docstring).
-        # A row k reached from q can only lower columns that q lowered, so
-        # each row checks its parent's list and records its own for its
-        # children; when cols is full a row hands on its parent's list
-        # instead (a superset).
-        t.epoch += 1
-        if t.epoch == 0:                    # wrapped: forget every old stamp
-            for x in range(n):
-                stamp[x] = 0
-            t.epoch = 1
-        epoch = t.epoch
-        stamp[i] = epoch
-        queue[0] = i
-        w.q_off[0] = 0
-        w.q_len[0] = <node_t> nc
-        used = nc
-        head, tail = 0, 1
-        while head < tail and code == KERNEL_OK:
-            q = queue[head]
-            off = w.q_off[head]
-            plen = w.q_len[head]
-            head += 1
-            dqi = rows[q][i]
-            preds = w.inn.nbrs[q]
-            deg = w.inn.deg[q]
-            for e in range(deg):
-                # The cells d[k][i] and d[k][j] of in-neighbours lie in rows
-                # far apart: ask for them a few neighbours ahead, so that
-                # the cache misses overlap instead of queueing.
-                if e + PREFETCH_AHEAD < deg:
-                    rk = rows[preds[e + PREFETCH_AHEAD]]
-                    ABC_PREFETCH(rk + i)
-                    ABC_PREFETCH(rk + j)
-                k = preds[e]
-                if stamp[k] == epoch:
-                    continue
-                # First touch of k decides: if q is not on a shortest way
-                # from k to i, k is not improved (else all its successors on
-                # those ways would be improved, sit in an earlier layer of
-                # the FIFO search, and one of them would have touched k
-                # first).  So every row is read at most once per insertion.
-                stamp[k] = epoch
-                visited += 1
-                rk = rows[k]
-                dki = rk[i]
-                if dki != dqi + 1:
-                    continue
-                dk = rk[j]
-                if dk != inf and dk <= dki + 1:
-                    continue                # not improved: nothing to do here or above
-                start = used
-                code = _lower_row(rk, dki, ri, cols + off, plen, hist, &acc, cols, &used, w.ncols)
-                if code != KERNEL_OK:
-                    break
-                queue[tail] = <node_t> k
-                if used <= w.ncols:
-                    w.q_off[tail] = start
-                    w.q_len[tail] = <node_t> (used - start)
-                else:
-                    used = start            # no room: reuse the parent's list
-                    w.q_off[tail] = off
-                    w.q_len[tail] = <node_t> plen
-                tail += 1
+        inf = UNREACHABLE_U16
+    cdef dist_t* ri = rows[i]
+    cdef dist_t* rk
+    cdef Py_ssize_t k, used = 0
+    cdef int dki, dk, code
+    for k in range(n):
+        if k + PREFETCH_AHEAD < n:
+            rk = rows[k + PREFETCH_AHEAD]
+            ABC_PREFETCH(rk + i)
+            ABC_PREFETCH(rk + j)
+        if k == i or k == j:
+            continue
+        rk = rows[k]
+        dki = rk[i]
+        if dki == inf:
+            continue
+        dk = rk[j]
+        if dk != inf and dk <= dki + 1:
+            continue
+        visited[0] += 1
+        code = _lower_row(rk, dki, ri, cols, nc, hist, acc, NULL, &used, 0)
+        if code != KERNEL_OK:
+            return code
+    return KERNEL_OK
 
+
+@cython.cdivision(True)
+cdef int _search_rows(dist_t** rows, node_t j, Py_ssize_t nroots, Py_ssize_t used,
+                      ApsdWork* w, int64_t* hist, Acc* acc, int64_t* visited) noexcept nogil:
+    """Step 2 (Fig. 8, lines 14-22) for a group of new edges i -> j, i in
+    the set S of roots ``queue[0 .. nroots-1]`` (each with its step-1 list
+    of lowered columns in ``cols``, stamped with ``w.epoch``).
+
+    A breadth-first search from S over in-edges visits the rows k whose
+    distance to j drops, d[k][S] + 1 < d[k][j], and lowers them to
+    ``d[k][S] + 1 + d[j][x]`` on the columns their predecessor in the search
+    lowered (module docstring).
+    """
+    cdef int inf
+    if dist_t is uint8_t:
+        inf = UNREACHABLE_U8
+    else:
+        inf = UNREACHABLE_U16
+    cdef dist_t* rj = rows[j]
+    cdef dist_t* rk
+    cdef node_t* cols = w.cols
+    cdef node_t* queue = w.queue
+    cdef uint32_t* stamp = w.stamp
+    cdef uint32_t epoch = w.epoch
+    cdef Py_ssize_t head = 0, tail = nroots, e, deg, off, plen, start
+    cdef Py_ssize_t pf_h = 0, pf_e = 0, ahead = 0
+    cdef node_t q, k, pq, pk
+    cdef node_t* preds
+    cdef int dk, dqi, code = KERNEL_OK
+    # The candidates of the search are the in-lists of queue[0], queue[1],
+    # ... in turn; most lists are short, so a prefetch a few entries ahead
+    # *within* a list would rarely fire.  A cursor (pf_h, pf_e) walks the
+    # same stream PREFETCH_STREAM candidates ahead of the search, across
+    # lists (it waits at the queue's tail), and asks for the one cell
+    # d[k][j] each candidate reads.  (Only for matrices of PREFETCH_MATRIX
+    # bytes or more; smaller ones stay in the caches and the cursor would
+    # be pure overhead.)
+    while head < tail:
+        q = queue[head]
+        off = w.q_off[head]
+        plen = w.q_len[head]
+        dqi = w.q_dist[head]
+        head += 1
+        preds = w.inn.nbrs[q]
+        deg = w.inn.deg[q]
+        for e in range(deg):
+            while w.prefetch and ahead <= PREFETCH_STREAM and pf_h < tail:
+                pq = queue[pf_h]
+                if pf_e < w.inn.deg[pq]:
+                    pk = w.inn.nbrs[pq][pf_e]
+                    pf_e += 1
+                    ahead += 1
+                    if stamp[pk] != epoch:
+                        ABC_PREFETCH(rows[pk] + j)
+                else:
+                    pf_h += 1
+                    pf_e = 0
+            ahead -= 1
+            k = preds[e]
+            if stamp[k] == epoch:
+                continue
+            # First touch of k decides, from one cell: k is improved iff
+            # d[k][j] > dqi + 2, and then d[k][S] = dqi + 1.  If k is
+            # improved, so is the next node on each of its shortest ways to
+            # S (module docstring); those sit in layer d[k][S] - 1 of the
+            # FIFO search, and no out-neighbour of k is in an earlier layer,
+            # so q is in that layer and d[k][S] = dqi + 1 < d[k][j] - 1.  If
+            # k is not improved, d[k][j] <= d[k][S] + 1 <= dqi + 2 (q is an
+            # out-neighbour of k).  So every row is read at most once per
+            # search, and only at column j.
+            stamp[k] = epoch
+            visited[0] += 1
+            rk = rows[k]
+            dk = rk[j]
+            if dk != inf and dk <= dqi + 2:
+                continue                # not improved: nothing to do here or above
+            start = used
+            code = _lower_row(rk, dqi + 2, rj, cols + off, plen, hist, acc, cols, &used, w.ncols)
+            if code != KERNEL_OK:
+                return code
+            queue[tail] = k
+            w.q_dist[tail] = dqi + 1
+            if used <= w.ncols:
+                w.q_off[tail] = start
+                w.q_len[tail] = <node_t> (used - start)
+            else:
+                used = start            # no room: reuse the parent's list
+                w.q_off[tail] = off
+                w.q_len[tail] = <node_t> plen
+            tail += 1
+    return KERNEL_OK
+
+
+cdef inline void _new_epoch(ApsdWork* w, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t x
+    w.epoch += 1
+    if w.epoch == 0:                        # wrapped: forget every old stamp
+        for x in range(n):
+            w.stamp[x] = 0
+        w.epoch = 1
+
+
+@cython.cdivision(True)
+cdef int _insert_group(dist_t** rows, Py_ssize_t n, const node_t* src, Py_ssize_t cnt,
+                       node_t j, ApsdWork* w, ApsdTally* t, Py_ssize_t* failed) noexcept nogil:
+    """Insert the edges src[c] -> j, c = 0 .. cnt-1 (0 <= ids < n).
+
+    A shortest path uses at most one edge into j, so the edges of the group
+    can share one search: every row i = src[c] first gets step 1
+    (``d[i][x] = min(d[i][x], 1 + d[j][x])``, exact since d[i][S] = 0), then
+    one search from all of them does step 2.  Without in-edge lists the
+    edges go one at a time through the paper's column scan.  Returns a
+    KERNEL_* code; on failure ``failed[0]`` is the offending c.
+    """
+    cdef dist_t* rj = rows[j]
+    cdef dist_t* ri
+    cdef node_t i
+    cdef Py_ssize_t c, used = 0, nc, nroots = 0, last = 0
+    cdef int code = KERNEL_OK, drop
+    cdef int64_t visited = 0
+    cdef Acc acc
+    acc.pairs, acc.dsum, acc.upd, acc.hi = t.pairs, t.dist_sum, 0, t.hi
+    for c in range(cnt):
+        i = src[c]
+        if i == j:
+            t.self_loops += 1
+            continue
+        ri = rows[i]
+        if ri[j] == 1:
+            t.duplicates += 1
+            continue
+        drop = w.use_lists and w.may_drop and adj_nbytes(w.inn) > w.list_budget
+        if nroots and (drop or used + n > w.ncols):
+            # Finish the roots so far: no room for another step-1 list, or
+            # the lists are about to go.
+            code = _search_rows(rows, j, nroots, used, w, w.hist, &acc, &visited)
+            nroots, used = 0, 0
+            if code != KERNEL_OK:
+                failed[0] = last
+                break
+        if drop:
+            adj_free(w.inn)                 # dense graph: back to the column scan
+            w.use_lists = 0
+        if w.use_lists and adj_append(w.inn, j, i) != 0:
+            code = KERNEL_NO_MEMORY
+            failed[0] = c
+            break
+        t.inserted += 1
+        code = _step1(ri, rj, n, w.hist, &acc, w.cols + used, &nc)
+        if code == KERNEL_OK and not w.use_lists:
+            code = _scan_rows(rows, n, i, j, w.cols, nc, w.hist, &acc, &visited)
+        elif code == KERNEL_OK:
+            if nroots == 0:
+                _new_epoch(w, n)
+            w.stamp[i] = w.epoch
+            w.queue[nroots] = i
+            w.q_off[nroots] = used
+            w.q_len[nroots] = <node_t> nc
+            w.q_dist[nroots] = 0
+            nroots += 1
+            used += nc
+            last = c
+        if code != KERNEL_OK:
+            failed[0] = c
+            break
+    if code == KERNEL_OK and nroots:
+        code = _search_rows(rows, j, nroots, used, w, w.hist, &acc, &visited)
+        if code != KERNEL_OK:
+            failed[0] = last
     t.updates += acc.upd
     t.rows_visited += visited
     t.pairs = acc.pairs
@@ -308,13 +414,18 @@ cdef int _insert(dist_t** rows, Py_ssize_t n, node_t i, node_t j,
 cdef Py_ssize_t _insert_batch(dist_t** rows, Py_ssize_t n,
                               const node_t[::1] src, const node_t[::1] dst,
                               ApsdWork* w, ApsdTally* t, int* code) noexcept nogil:
-    """Insert every edge of the batch; return -1, or the index of the edge
-    whose insertion failed (its code in ``code[0]``)."""
-    cdef Py_ssize_t e
-    for e in range(src.shape[0]):
-        code[0] = _insert(rows, n, src[e], dst[e], w, t)
+    """Insert every edge of the batch, consecutive edges with the same head
+    as one group; return -1, or the index of the edge whose insertion
+    failed (its code in ``code[0]``)."""
+    cdef Py_ssize_t e = 0, end, m = src.shape[0], failed = 0
+    while e < m:
+        end = e + 1
+        while end < m and dst[end] == dst[e]:
+            end += 1
+        code[0] = _insert_group(rows, n, &src[e], end - e, dst[e], w, t, &failed)
         if code[0] != KERNEL_OK:
-            return e
+            return e + failed
+        e = end
     return -1
 
 
@@ -372,8 +483,9 @@ cdef class APSD:
     ------
     DistanceOverflowError
         From :meth:`add_edges`, when a reachable pair's distance does not fit
-        ``dtype``.  The edges before the offending one are inserted, the
-        offending one is partly applied, and the instance is marked
+        ``dtype``.  The message names the offending edge (its index in the
+        batch as passed); the batch is partly applied (with search "scan":
+        the edges before it are inserted), and the instance is marked
         ``overflowed``: every later update or statistic read raises again.
         Distances are never silently clipped.
 
@@ -430,7 +542,9 @@ cdef class APSD:
     cdef node_t[::1] _queue
     cdef Py_ssize_t[::1] _q_off
     cdef node_t[::1] _q_len
+    cdef node_t[::1] _q_dist
     cdef uint32_t[::1] _stamp
+    cdef uint32_t _epoch            # the search's stamp (ApsdWork.epoch between batches)
     cdef AdjLists _inn
     cdef int _use_lists             # searching over in-edge lists (else column scans)
     cdef int _may_drop              # search="auto"
@@ -457,12 +571,14 @@ cdef class APSD:
             raise ValueError(f"dtype must be uint8 or uint16, got {dt}")
         self._limit = -1 if max_nodes is None else as_count(max_nodes, "max_nodes")
         self._cap = 0
-        self._t = ApsdTally(0, 0, 0, 0, 0, 0, 0, 0, 0)
+        self._t = ApsdTally(0, 0, 0, 0, 0, 0, 0, 0)
+        self._epoch = 0
         self._hist = np.zeros(self._inf + 1, dtype=np.int64)
         self._cols = np.zeros(1, dtype=np.int32)
         self._queue = np.zeros(1, dtype=np.int32)
         self._q_off = np.zeros(1, dtype=np.intp)
         self._q_len = np.zeros(1, dtype=np.int32)
+        self._q_dist = np.zeros(1, dtype=np.int32)
         self._stamp = np.zeros(1, dtype=np.uint32)
         self._overflowed = False
         self._overflow_msg = None
@@ -513,6 +629,7 @@ cdef class APSD:
             self._queue = np.zeros(new_cap, dtype=np.int32)
             self._q_off = np.zeros(new_cap, dtype=np.intp)
             self._q_len = np.zeros(new_cap, dtype=np.int32)
+            self._q_dist = np.zeros(new_cap, dtype=np.int32)
             stamp = np.zeros(new_cap, dtype=np.uint32)
             stamp[:n] = self._stamp[:n]
             self._stamp = stamp
@@ -531,10 +648,14 @@ cdef class APSD:
 
     # ----------------------------------------------------------------- updates
     def add_edges(self, src, dst):
-        """Insert a batch of edges ``src[e] -> dst[e]`` in order.
+        """Insert a batch of edges ``src[e] -> dst[e]``.
 
         The batch is validated first (nothing changes if it is rejected); the
-        insertions then run without the GIL.
+        insertions then run without the GIL.  While the in-edge lists are in
+        use, the batch is regrouped by head (stable sort on ``dst``) and each
+        group of edges into one node shares a search (module docstring); the
+        distances after the call are those of the graph with every edge of
+        the batch, whatever their order.
 
         Parameters
         ----------
@@ -562,6 +683,13 @@ cdef class APSD:
         """
         self._check_usable()
         s, d = as_edge_arrays(src, dst, self._store.n_rows)
+        order = None
+        if self._use_lists and s.shape[0] > 1 and bool((d[1:] < d[:-1]).any()):
+            # Group the batch by head (stable): edges into the same node share
+            # one search (class notes).  The distances after the batch do not
+            # depend on the order of its edges.
+            order = np.argsort(d, kind="stable")
+            s, d = s[order], d[order]
         cdef const node_t[::1] sv = s
         cdef const node_t[::1] dv = d
         cdef Py_ssize_t bad, before = self._t.inserted
@@ -576,29 +704,35 @@ cdef class APSD:
         work.queue = &self._queue[0]
         work.q_off = &self._q_off[0]
         work.q_len = &self._q_len[0]
+        work.q_dist = &self._q_dist[0]
         work.stamp = &self._stamp[0]
+        work.epoch = self._epoch
         work.inn = &self._inn
         work.use_lists = self._use_lists
         work.may_drop = self._may_drop
         work.list_budget = self.nbytes // 16 + LIST_BUDGET_FLOOR
+        work.prefetch = self.nbytes >= PREFETCH_MATRIX
         with nogil:
             if self._wide:
                 bad = _insert_batch(<uint16_t**> self._store.rows, n, sv, dv, &work, &self._t, &code)
             else:
                 bad = _insert_batch(<uint8_t**> self._store.rows, n, sv, dv, &work, &self._t, &code)
         self._use_lists = work.use_lists
+        self._epoch = work.epoch
         if bad >= 0:
+            pos = bad if order is None else int(order[bad])      # index in the caller's batch
             if code == KERNEL_DIST_OVERFLOW:
                 self._overflowed = True
                 self._overflow_msg = (
-                    f"edge {bad}: ({sv[bad]}, {dv[bad]}): a shortest distance reaches "
+                    f"edge {pos}: ({sv[bad]}, {dv[bad]}): a shortest distance reaches "
                     f"{self._inf} hops or more and does not fit "
                     f"{'uint16' if self._wide else 'uint8'}; use a wider dtype")
                 raise DistanceOverflowError(self._overflow_msg)
             if code == KERNEL_NO_MEMORY:
-                raise MemoryError(f"APSD: out of memory at edge {bad}: ({sv[bad]}, {dv[bad]}); "
-                                  f"the edges before it are inserted")
-            raise RuntimeError(f"APSD kernel failed with code {code} at edge {bad}")
+                raise MemoryError(f"APSD: out of memory at edge {pos}: ({sv[bad]}, {dv[bad]}); "
+                                  + ("the edges before it are inserted" if order is None else
+                                     "the batch is partly inserted"))
+            raise RuntimeError(f"APSD kernel failed with code {code} at edge {pos}")
         return self._t.inserted - before
 
     def add_edge(self, i, j):

@@ -32,8 +32,8 @@ from libc.stdint cimport int64_t, uint64_t
 import numpy as np
 
 from kernels._types cimport (ABC_PREFETCH, PREFETCH_AHEAD, WORD_BITS, WORD_MASK,
-                             WORD_SHIFT, grown_capacity, node_t, word_t)
-from kernels._rowstore cimport (HUGE_MATRIX, RowStore, rowstore_add_rows, rowstore_free,
+                             WORD_SHIFT, node_t, word_t)
+from kernels._rowstore cimport (RowStore, rowstore_add_rows, rowstore_free,
                                 rowstore_init, rowstore_nbytes, rowstore_set_row_bytes)
 
 from abc_crawler.kernels._validation import as_count, as_edge_arrays
@@ -157,14 +157,24 @@ cdef class SCC:
         Closure rows that gained bits so far.
     nbytes : int
         Bytes allocated for the closure bit matrix (n rows of ``capacity``
-        bits, plus the unused tail of the last slab, < 2 MiB).
+        bits, plus the unused tail of the last slab, < 64 KiB).
 
     Notes
     -----
-    Memory: ``n`` rows of ``ceil(cap / 64)`` 64-bit words, cap <= 1.0625 n + 64
-    (same growth policy and slab storage as :class:`APSD`), i.e. about
-    1.0625 n^2 / 8 bytes, plus 8-16 bytes per node (union-find) and 4 bytes
-    per 64 columns (changed-word buffer).
+    Memory: ``n`` rows of ``cap / 64`` 64-bit words, ``cap = 64 * ceil(n / 64)``
+    (the columns grow one word at a time, exactly as needed), i.e. at most
+    n^2 / 8 + 8 n bytes, in slabs of <= 64 KiB (``_rowstore.pxd``; no
+    huge pages, see below); plus 8-16 bytes per node (union-find) and 4
+    bytes per 64 columns (changed-word buffer).  Growing the columns copies
+    the rows slab by slab into longer ones, so the peak while growing is the
+    new matrix plus two slabs (128 KiB), never a second matrix: SCC stays
+    within issue 4's n^2/8 bytes up to O(n) + 128 KiB at every n, not only
+    at the ``max_nodes`` cap.  The price is a copy of the matrix (n^2/8
+    bytes) whenever n passes a multiple of 64, at most once per
+    :meth:`add_nodes` call: about n^3/1536 bytes copied over a growth from
+    0 to n (5 GB, a second or two, for n = 20000), and the scan of step 3
+    runs on 4 KiB pages (measured 4.8 s with 2 MiB pages and 6.5 s without
+    for the crawl-order graph of n = 20000; ``docs/benchmarks/kernels.md``).
 
     Time: an insertion that extends the closure is O(n + c * w), c = rows
     that gain bits, w <= n/64 = words of T[u] that changed; O(n^2/64) in the
@@ -223,7 +233,8 @@ cdef class SCC:
 
         Notes
         -----
-        Amortized O(k * n / 64) (new rows; rows lengthen when n grows by 1/16).
+        O(k * n / 64) for the new rows; when n passes a multiple of 64, also
+        O(n^2 / 64) to lengthen the rows by the words needed.
         """
         k = as_count(k)
         cdef Py_ssize_t n = self._store.n_rows
@@ -235,10 +246,12 @@ cdef class SCC:
         if self._limit >= 0 and need > self._limit:
             raise ValueError(f"cannot add {k} nodes to {n}: max_nodes is {self._limit}")
         if need > self._cap:
-            new_cap = grown_capacity(self._cap, need, self._limit)
-            new_cap = (new_cap + WORD_BITS - 1) & ~(<Py_ssize_t> WORD_MASK)
+            # Exactly the words the rows need (issue 4's bound: n^2/8 bytes),
+            # in small slabs, so that the copy holds at most two 64 KiB slabs
+            # besides the matrix (class notes).
+            new_cap = (need + WORD_BITS - 1) & ~(<Py_ssize_t> WORD_MASK)
             if rowstore_set_row_bytes(&self._store, (new_cap >> WORD_SHIFT) * sizeof(word_t), 0,
-                                      new_cap * (new_cap >> 3) >= HUGE_MATRIX) != 0:
+                                      0) != 0:
                 raise MemoryError(f"SCC: cannot grow rows to {new_cap} columns"
                                   + ("; the instance is unusable" if self._store.broken else ""))
             self._words = np.zeros(new_cap >> WORD_SHIFT, dtype=np.int32)

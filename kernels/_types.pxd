@@ -47,6 +47,8 @@ cdef extern from *:
 
 cdef enum:
     PREFETCH_AHEAD = 8          # rows ahead
+    PREFETCH_STREAM = 16        # candidates ahead in APSD's search (across in-lists)
+    PREFETCH_MATRIX = 1 << 22   # ... for distance matrices of 4 MiB or more
 
 # Return codes of the nogil kernels; the Python layer turns them into
 # exceptions that name the edge being inserted.

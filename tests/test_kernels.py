@@ -578,3 +578,137 @@ def test_docstring_examples_run(module):
     mod = importlib.import_module(f"abc_crawler.kernels.{module}")
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+# ------------------------------------------- grouped insertion (edges into one head)
+@st.composite
+def head_batches(draw):
+    """Batches whose edges point into a few heads, with repeats and self-loops:
+    the kernel groups a batch by head and runs one search per group."""
+    n = draw(st.integers(2, 40))
+    batches = []
+    for _ in range(draw(st.integers(1, 6))):
+        heads = draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3))
+        m = draw(st.integers(1, 3 * n))
+        src = draw(st.lists(st.integers(0, n - 1), min_size=m, max_size=m))
+        dst = draw(st.lists(st.sampled_from(heads + [draw(st.integers(0, n - 1))]), min_size=m, max_size=m))
+        batches.append((arr(src), arr(dst)))
+    return n, batches
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=head_batches(), search=st.sampled_from(["lists", "auto", "scan"]))
+def test_grouped_heads_match_scipy_and_one_edge_at_a_time(case, search):
+    n, batches = case
+    a, one = APSD(n, search=search), APSD(n, search="scan")
+    src, dst = [], []
+    for s, d in batches:
+        a.add_edges(s, d)
+        for u, v in zip(s.tolist(), d.tolist()):
+            one.add_edge(u, v)
+        src += s.tolist()
+        dst += d.tolist()
+        check_apsd(a, n, arr(src), arr(dst))
+        assert (a.inserted, a.duplicates, a.self_loops) == (one.inserted, one.duplicates, one.self_loops)
+        assert (a.diameter, a.avg_distance, a.reachable_pairs) == (one.diameter, one.avg_distance,
+                                                                   one.reachable_pairs)
+        np.testing.assert_array_equal(a.histogram(), one.histogram())
+
+
+def test_group_of_many_long_step1_lists_flushes_the_column_buffer():
+    # Row 100 reaches every node of a 200-path, so each edge i -> 100 lowers
+    # ~200 columns of row i in step 1; with 100 such sources in one group the
+    # lists outgrow the buffer (4 columns per node of capacity) and the group
+    # is searched in parts.  Some sources reach each other (9 -> 8 -> ... -> 0).
+    n = 300
+    path = np.arange(100, n, dtype=I32)
+    a = APSD(n, search="lists")
+    s0, d0 = np.r_[path[:-1], np.arange(1, 10, dtype=I32)], np.r_[path[1:], np.arange(0, 9, dtype=I32)]
+    a.add_edges(s0, d0)
+    s1 = np.arange(0, 100, dtype=I32)[::-1].copy()   # every i < 100 -> 100, in one group
+    d1 = np.full(100, 100, dtype=I32)
+    a.add_edges(s1, d1)
+    assert a.updates > 4 * a.capacity * 4
+    check_apsd(a, n, np.r_[s0, s1], np.r_[d0, d1])
+    assert a.distance(9, 299) == 200 and a.distance(0, 299) == 200
+
+
+def test_group_drops_the_lists_half_way_and_stays_exact():
+    # A dense graph inserted head by head: the in-edge lists pass their budget
+    # inside a group; the roots so far are searched first, the rest scans.
+    g = graphs.complete(700)
+    o = np.argsort(g.dst, kind="stable")
+    src, dst = g.src[o], g.dst[o]
+    a = APSD(g.n)
+    for lo in range(0, g.m, 60_000):
+        a.add_edges(src[lo:lo + 60_000], dst[lo:lo + 60_000])
+    assert a.search == "scan"
+    assert (a.diameter, a.avg_distance, a.reachable_pairs) == (1, 1.0, g.m)
+    np.testing.assert_array_equal(a.distances(), 1 - np.eye(g.n, dtype=np.uint8))
+
+
+def test_overflow_in_a_regrouped_batch_names_the_callers_edge():
+    a = APSD(256)
+    path = np.arange(255, dtype=I32)
+    a.add_edges(path[:-1], path[1:])
+    # Grouping by head puts (254, 255) last; the message gives its index in
+    # the batch as passed.
+    with pytest.raises(DistanceOverflowError, match=r"^edge 1: \(254, 255\)"):
+        a.add_edges(arr([5, 254, 3]), arr([6, 255, 3]))
+    assert a.overflowed
+
+
+def test_search_with_prefetch_cursor_on_a_matrix_over_4_mib():
+    # n = 2200: 4.8 MB matrix, so the search runs its prefetch cursor.
+    g = graphs.crawl_like(2200, seed=3)
+    a = APSD(g.n)
+    assert a.nbytes >= 2**22
+    for lo in range(0, g.m, 1000):
+        a.add_edges(g.src[lo:lo + 1000], g.dst[lo:lo + 1000])
+    check_apsd(a, g.n, g.src, g.dst)
+
+
+# ----------------------------------------------- SCC growth: exact 64-bit words
+def test_scc_columns_grow_one_word_at_a_time_across_multiples_of_64():
+    rng = np.random.default_rng(11)
+    c, src, dst = SCC(), [], []
+    for n in range(1, 300):
+        c.add_nodes(1)
+        assert c.capacity == 64 * -(-n // 64)
+        assert n * c.capacity // 8 <= c.nbytes <= n * c.capacity // 8 + 2**16
+        if n % 64 in (63, 0, 1) or n % 17 == 0:
+            s, d = rng.integers(0, n, 3).astype(I32), rng.integers(0, n, 3).astype(I32)
+            s[0], d[0] = n - 1, 0                # an edge into the newest column
+            c.add_edges(s, d)
+            src += s.tolist()
+            dst += d.tolist()
+            check_scc(c, n, arr(src), arr(dst))
+
+
+@pytest.mark.parametrize("start", [63, 64, 65, 1000])
+def test_scc_growth_peak_stays_within_n2_over_8(start):
+    tracemalloc.start()                   # before the matrix exists, so it is traced
+    try:
+        c = SCC(start)
+        c.add_edges(arr([0, start - 1]), arr([start - 1, 0]))
+        old = c.nbytes
+        base, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        c.add_nodes(1)                    # a new word at 64 and 1024, none at 63/65
+        c.add_nodes(130)                  # two or three more words
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    n = c.n
+    assert c.nbytes <= n * n / 8 + 8 * n + 2**16
+    # the copy never holds a second matrix: two 64 KiB slabs, union-find, buffers
+    assert peak - base <= c.nbytes - old + 2 * 2**16 + 16 * n + 4096
+    assert c.reaches(start - 1, 0) and c.count == n - 1
+
+
+def test_scc_memory_is_n2_over_8_plus_o_n_while_growing():
+    c = SCC()
+    while c.n < 3000:
+        c.add_nodes(7)
+        n = c.n
+        assert c.nbytes <= n * n / 8 + 8 * n + 2**16
