@@ -24,9 +24,9 @@ oldest pending URL, as a window scan would meet them. TIMEWAIT ends, flush
 times and back-offs are kept in heaps, so ``ready`` and ``next_wakeup`` do not
 walk every element either.
 
-Storage is columnar (about 14 bytes per URL plus its path): the URL's path and
-query as UTF-8 in 1 MiB byte chunks (a chunk is freed once all its URLs are
-completed), a ``uint32`` position, a ``uint32`` origin id (``scheme://host[:port]``,
+Storage is columnar (about 13 bytes per URL plus its path): the URL's path and
+query as UTF-8 in 1 MiB byte chunks, each allocated once at full size (a chunk
+is freed once all its URLs are completed), a ``uint32`` position, a ``uint32`` origin id (``scheme://host[:port]``,
 interned once, with its host), the state byte and the int32 FIFO link.
 
 Every decision here is a pure function of the state and the ``now`` passed in,
@@ -139,8 +139,9 @@ class Frontier:
         self._pos = array("I")            # chunk << CHUNK_BITS | offset of the path
         self._origin = array("I")         # origin id
         self._next = array("i")           # next URL of the host's FIFO (-1: none)
-        self._chunks: list = [bytearray()]  # path text; full chunks become bytes, freed ones None
-        self._chunk_live = [0]            # URLs of the chunk not completed
+        self._chunks: list = []           # path text: bytearrays of CHUNK bytes (None once freed)
+        self._chunk_used: list[int] = []  # bytes written into each chunk
+        self._chunk_live: list[int] = []  # URLs of the chunk not completed
         # origins (scheme://host[:port]) and hosts, interned
         self._origin_ids: dict[str, int] = {}
         self._origin_prefix: list[str] = []
@@ -199,16 +200,18 @@ class Frontier:
         return o
 
     def _append(self, o: int, path: bytes) -> int:
-        cur = self._chunks[-1]
-        if len(cur) + len(path) > CHUNK and len(cur):
-            self._new_chunk()
-            cur = self._chunks[-1]
-        c = len(self._chunks) - 1
+        used = self._chunk_used
+        k = len(path)
+        if not used or used[-1] + k > len(self._chunks[-1]):
+            self._new_chunk(k)
+        c = len(used) - 1
+        u = used[c]
         i = len(self.states)
         if c >= 4096 and self._pos.typecode == "I":
             self._pos = array("Q", self._pos)      # more than 4 GiB of paths: 64-bit positions
-        self._pos.append(c << CHUNK_BITS | len(cur))
-        cur += path
+        self._pos.append(c << CHUNK_BITS | u)
+        self._chunks[c][u:u + k] = path
+        used[c] = u + k
         self._chunk_live[c] += 1
         self.states.append(IN_LIST)
         self._origin.append(o)
@@ -224,10 +227,12 @@ class Frontier:
         self.n_in_list += 1
         return i
 
-    def _new_chunk(self) -> None:
-        c = len(self._chunks) - 1
-        self._chunks[c] = bytes(self._chunks[c]) if self._chunk_live[c] else None
-        self._chunks.append(bytearray())
+    def _new_chunk(self, need: int) -> None:
+        """A fresh chunk, allocated once at its full size (no regrowth, so peak memory = held)."""
+        if self._chunks and self._chunk_live[-1] == 0:
+            self._chunks[-1] = None
+        self._chunks.append(bytearray(max(CHUNK, need)))
+        self._chunk_used.append(0)
         self._chunk_live.append(0)
 
     def url(self, idx: int) -> str:
@@ -237,7 +242,7 @@ class Frontier:
         chunk = self._chunks[c]
         if chunk is None:
             raise KeyError(f"URL #{idx} was completed and its text reclaimed")
-        end = len(chunk)
+        end = self._chunk_used[c]
         if idx + 1 < len(self._pos):
             q = self._pos[idx + 1]
             if q >> CHUNK_BITS == c:
@@ -540,6 +545,10 @@ class Frontier:
         return (len(self.states) + self._pos.itemsize * len(self._pos) + 4 * len(self._origin)
                 + 4 * len(self._next) + sum(len(c) for c in self._chunks if c is not None))
 
+    def text_bytes(self) -> int:
+        """Path bytes written into chunks not freed."""
+        return sum(u for c, u in zip(self._chunks, self._chunk_used) if c is not None)
+
     # -- checkpoints ---------------------------------------------------------
     def take_increment(self) -> dict:
         """What was appended since the last call (origins, URLs' origin ids and paths): for an
@@ -563,7 +572,7 @@ class Frontier:
             sel = chunk == c
             if data is None:
                 continue
-            e = np.where(end[sel] < 0, len(data), end[sel])
+            e = np.where(end[sel] < 0, self._chunk_used[c], end[sel])
             o = off[sel]
             lens[sel] = e - o
             parts.append(bytes(data[int(o[0]):int(e[-1])]))

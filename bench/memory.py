@@ -162,7 +162,7 @@ def measure(variant: str, n: int, style: str) -> dict:
             "hosts list (pointer)": sys.getsizeof(frontier.hosts) / n, "host str objects": host_obj,
             "states bytearray": sys.getsizeof(frontier.states) / n}
     elif frontier is not None:
-        text = sum(len(c) for c in frontier._chunks if c is not None)
+        text = frontier.text_bytes()
         out["frontier_parts"] = {
             "path text (1 MiB chunks)": text / n, "positions (uint32)": float(frontier._pos.itemsize),
             "origin ids (uint32)": 4.0, "FIFO links (int32)": 4.0, "states": 1.0,

@@ -7,15 +7,18 @@ so every 64-bit value, 0 included, is a valid key. Flag ``SEEN`` is the
 crawler's URL-seen set, ``REPORTED`` replaces its second set (URLs whose text
 rank 0 already has); the two memberships are independent. Capacity is a power
 of two, grown by doubling at a load of 0.7 (9 bytes per slot: 12.9 to 25.7
-bytes per fingerprint).
+bytes per fingerprint), in anonymous memory maps.
 
 Checkpoints: with ``journal=True`` every fingerprint whose flags change is
-appended to a change list; ``take_changes()`` returns the changed fingerprints
+appended to a change list once (flag bit 4 marks it listed until the next
+``take_changes``); ``take_changes()`` returns the changed fingerprints
 with their current flags (for an append-only checkpoint log) and clears it;
 ``merge(keys, flags)`` ORs such records back in.
 
 The pure-Python reference is ``abc_crawler.seen.PyFPSet``.
 """
+import mmap
+
 import numpy as np
 
 from libc.stdint cimport uint8_t, uint64_t
@@ -59,8 +62,10 @@ cdef class FPSet:
         cdef int bits = 0
         while (<Py_ssize_t>1 << bits) < cap:
             bits += 1
-        self.keys_arr = np.zeros(cap, dtype=np.uint64)
-        self.flags_arr = np.zeros(cap, dtype=np.uint8)
+        # anonymous mappings: zero pages touched only when used, and given back to the system
+        # as soon as a grown-out table is dropped (a malloc'ed table would leave heap holes)
+        self.keys_arr = np.frombuffer(mmap.mmap(-1, cap * 8), dtype=np.uint64)
+        self.flags_arr = np.frombuffer(mmap.mmap(-1, cap), dtype=np.uint8)
         self.keys = self.keys_arr
         self.flags = self.flags_arr
         self.cap = cap
@@ -90,7 +95,9 @@ cdef class FPSet:
 
     cdef inline void _log(self, uint64_t fp):
         if self.jn == self.jv.shape[0]:
-            self.jbuf = np.resize(self.jbuf, 2 * self.jn)
+            new = np.frombuffer(mmap.mmap(-1, 16 * self.jn), dtype=np.uint64)
+            new[:self.jn] = self.jbuf[:self.jn]
+            self.jbuf = new
             self.jv = self.jbuf
         self.jv[self.jn] = fp
         self.jn += 1
@@ -107,9 +114,11 @@ cdef class FPSet:
                 i = self._slot(fp)
             self.keys[i] = fp
             self.used += 1
-        self.flags[i] = f | bit
-        if self.jon:
+        f |= bit
+        if self.jon and not (f & 4):     # once per fingerprint between two take_changes()
+            f |= 4
             self._log(fp)
+        self.flags[i] = f
         return True
 
     # -- the URL-seen set -----------------------------------------------------
@@ -158,9 +167,9 @@ cdef class FPSet:
 
     @journal.setter
     def journal(self, bint on):
+        if not on and self.jn:
+            self.take_changes()          # clears the journaled marks
         self.jon = on
-        if not on:
-            self.jn = 0
 
     def take_changes(self):
         """(keys uint64, flags uint8) of the fingerprints changed since the last call; clears the list."""
@@ -168,8 +177,11 @@ cdef class FPSet:
         keys = np.array(self.jbuf[:n], dtype=np.uint64)
         flags = np.empty(n, dtype=np.uint8)
         cdef uint8_t[::1] fv = flags
+        cdef Py_ssize_t i
         for j in range(n):
-            fv[j] = self.flags[self._slot(self.jv[j])]
+            i = self._slot(self.jv[j])
+            fv[j] = self.flags[i] & 3
+            self.flags[i] &= 3
         self.jn = 0
         if self.jv.shape[0] > 4096:
             self.jbuf = np.empty(64, dtype=np.uint64)
@@ -179,7 +191,7 @@ cdef class FPSet:
     def items(self):
         """(keys, flags) of every fingerprint held."""
         occ = self.flags_arr != 0
-        return self.keys_arr[occ].copy(), self.flags_arr[occ].copy()
+        return self.keys_arr[occ].copy(), self.flags_arr[occ] & 3
 
     def merge(self, keys, flags):
         """OR flags into the fingerprints (records of ``take_changes``/``items``); not journaled."""

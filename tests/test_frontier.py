@@ -148,7 +148,7 @@ def test_url_text_roundtrip_and_origins():
 def test_chunks_reclaimed_when_completed(monkeypatch):
     import abc_crawler.frontier as fr
     f = make()
-    n = 3 * fr.CHUNK // 1000 + 10
+    n = 3 * fr.CHUNK // 1000 + 10          # paths of ~1000 bytes: more than 3 chunks
     for i in range(n):
         f.add(f"http://a.test/{i:0990d}", "a.test")
     assert len(f._chunks) >= 3
