@@ -75,6 +75,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("phases", str, "auto", "KSpider phase swapping: on, off, or auto (on for page-level assignment with more than one rank, off for site-level); hosts a part vector keeps on one rank are never gated",
             choices=("auto", "on", "off")),
     Setting("n_phases", int, 0, "number of phases (0: the number of ranks); must be >= the number of ranks", 0),
+    Setting("max_slot_cuts", int, 3, "a request cut at the end of its phase slot this many times in a row fails as slot_too_short (it cannot fit in a slot)", 1),
     Setting("phase_seconds", float, 1.0, "length of a phase time slot", 0.05),
     Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),

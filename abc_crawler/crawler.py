@@ -171,6 +171,8 @@ class RankCrawler:
         # limits and failure state (BUbiNG-style: host state, not exceptions)
         self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL
         self.attempts: dict[int, int] = {}        # URL index -> retries so far
+        self.cuts: dict[int, int] = {}            # URL index -> slot-end cuts in a row
+        self.robots_cuts: Counter = Counter()     # host -> robots.txt slot-end cuts in a row
         self.host_fail: Counter = Counter()       # consecutive transport failures per host
         self.dead_hosts: set[str] = set()
         self.host_admitted: Counter = Counter()
@@ -434,9 +436,13 @@ class RankCrawler:
             b.robots = False
             if cut:                        # the slot ended first: ask again in the host's next slot
                 self.c.slot_cuts += 1
-                self.robots.get(host).state = "unknown"
-                self._advance(b, now)
-                return
+                self.robots_cuts[host] += 1
+                if self.robots_cuts[host] < self.cfg.max_slot_cuts:
+                    self.robots.get(host).state = "unknown"
+                    self._advance(b, now)
+                    return
+                self.c.errors["robots_slot_too_short"] += 1   # and on as a timeout (back-off)
+            self.robots_cuts.pop(host, None)
             self.robots.on_response(host, r.status if r.error is None else 0, r.body, now)
             if r.error is not None:
                 self.c.errors[f"robots_{r.error}"] += 1
@@ -450,10 +456,15 @@ class RankCrawler:
         b.current = None
         if cut:
             self.c.slot_cuts += 1
-            self.c.requests -= 1           # not a request of this session's count: it is asked again
-            self.frontier.release(idx)
-            self._advance(b, now)
-            return
+            n = self.cuts[idx] = self.cuts.get(idx, 0) + 1
+            if n < self.cfg.max_slot_cuts:
+                self.c.requests -= 1       # not a request of this session's count: it is asked again
+                self.frontier.release(idx)
+                self._advance(b, now)
+                return
+            # cut in every slot it got: the page takes longer than a slot and never fits
+            r.error, r.error_detail = "slot_too_short", f"cut at the end of {n} phase slots in a row"
+        self.cuts.pop(idx, None)
         if r.error is not None:
             self.host_fail[host] += 1
         else:
@@ -764,7 +775,7 @@ class RankCrawler:
             state = {
                 "superstep": self.superstep, "log": log_len, "frontier": self.frontier.state_for_checkpoint(),
                 "counters": c, "report": self.report, "outbox": self.outbox,
-                "hops": self.hops, "attempts": self.attempts, "host_fail": self.host_fail,
+                "hops": self.hops, "attempts": self.attempts, "cuts": self.cuts, "host_fail": self.host_fail,
                 "dead_hosts": self.dead_hosts, "host_admitted": self.host_admitted, "budget": self.budget,
                 "elapsed": time.monotonic() - self.t0, "cpu_s": self.cpu_before + ru.ru_utime + ru.ru_stime,
                 "warc": self.warc.checkpoint(), "connections": self.fetcher.connections,
@@ -792,7 +803,7 @@ class RankCrawler:
         self.c = st["counters"]
         self.report = st["report"]
         self.outbox = st["outbox"]
-        self.hops, self.attempts = st["hops"], st["attempts"]
+        self.hops, self.attempts, self.cuts = st["hops"], st["attempts"], st.get("cuts", {})
         self.host_fail, self.dead_hosts, self.host_admitted = st["host_fail"], st["dead_hosts"], st["host_admitted"]
         self.budget = st["budget"]
         self.t0 = time.monotonic() - st["elapsed"]

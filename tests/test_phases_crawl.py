@@ -79,3 +79,32 @@ def test_phases_refused_with_fewer_phases_than_ranks(web, tmp_path):
         r = crawl_cli(4, web, tmp_path / "bad", "--n-phases", "3", timeout=60)
     assert r.returncode == 2
     assert "n-phases (3) must be >= the number of ranks (4)" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_default_guard_from_the_measured_clock_error_keeps_slots_disjoint(web, tmp_path):
+    """Without --phase-guard the guard is each rank's measured clock error bound (a few ms here):
+    still no two ranks on one host at once."""
+    session, rows, log = _crawl(web, tmp_path, "autoguard", "--phase-seconds", "0.3", "--batch-urls", "8")
+    assert host_overlaps(rows) == 0
+    facts = check_session(web, session, log)
+    assert all(p["phases"] == 4 for p in facts["stats"]["per_rank"])
+
+
+def test_a_page_longer_than_a_slot_fails_instead_of_holding_the_crawl(tmp_path):
+    """Every response takes 0.3 s, every usable slot < 0.2 s: each request is cut at its slot's end.
+    After --max-slot-cuts cuts in a row the page fails as slot_too_short and the crawl ends."""
+    d = tmp_path / "slow"
+    generate(d, n_hosts=3, n_pages=12, seed=4)
+    session = tmp_path / "s"
+    t = time.monotonic()
+    with serve(d, latency=0.3, max_seconds=120):
+        r = crawl_cli(2, d, session, "--phase-seconds", "0.2", "--max-slot-cuts", "2", "--no-robots",
+                      "--no-stats", "--time-limit", "90", timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert time.monotonic() - t < 60
+    stats = json.loads((session / "stats.json").read_text())
+    seeds = len([ln for ln in (d / "seeds.txt").read_text().split() if ln])
+    assert stats["stopped"] == "done"
+    assert stats["errors"]["slot_too_short"] == stats["requests"] == seeds
+    assert stats["pages_crawled"] == 0
+    assert sum(p["slot_cuts"] for p in stats["per_rank"]) == 2 * seeds
