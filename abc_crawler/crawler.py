@@ -178,7 +178,7 @@ class RankCrawler:
         self.host_admitted: Counter = Counter()
         k = 1 if assignment.site_level else self.size
         self.host_cap = -(-cfg.max_pages_per_host // k)
-        self._link_cache: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+        self._link_cache: dict[str | tuple[str, str], tuple[str | None, str | None]] = {}
         self.session_dir = session_dir
         self.journal: Journal | None = None       # rank 0: every superstep's reports
         self._last_ckpt = time.monotonic()
@@ -204,6 +204,8 @@ class RankCrawler:
         # A relative reference resolves the same against every page of one directory, so
         # decisions are cached per (base directory, href); references that depend on the
         # base's own path or query ("", "?q", "#f") are not cached.
+        # An absolute "http(s)://..." reference does not depend on the base at all: it is
+        # cached by itself, so a link to a popular page is decided once per rank.
         nq = base_url.find("?")
         base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
         cache = self._link_cache
@@ -211,7 +213,8 @@ class RankCrawler:
         for href in hrefs:
             key = None
             if href and href[0] not in "?# \t\n\r":
-                key = (base_dir, href)
+                h7 = href[:8].lower()
+                key = href if (h7.startswith("http://") or h7 == "https://") else (base_dir, href)
                 hit = cache.get(key)
                 if hit is not None:
                     kind, val = hit
