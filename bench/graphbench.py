@@ -28,6 +28,9 @@ Usage::
     python bench/graphbench.py --quick         # small graphs, one run, seconds
     python bench/graphbench.py --graphs a300,c200 --runs 5
     python bench/graphbench.py --session sessions/s1 --markdown
+    # issue 4 at n = 20000: APSD+SCC only, no uint8 probe run, NetworKit once
+    python bench/graphbench.py --graphs crawl20000 --kernels apsd,scc --dtype uint8 \
+        --nk-runs 1 --nk-timeout 1500 --scipy-samples 6 --grow --rss
 
 Seconds are CPU seconds of this process (``time.process_time``): the
 kernels are single-threaded, so on an idle machine they equal wall time, and
@@ -251,25 +254,30 @@ def bench_graph(name: str, args) -> dict:
     g = make_graph(name)
     row = {"graph": g.name, "n": g.n, "edges": g.m, "grow": GROW}
     # uint8 unless some distance reaches 255 hops; then uint16 (reported).
+    # --dtype uint8/uint16 skips this extra APSD run.
     dtype, overflow = np.uint8, None
-    try:
-        feed(make_apsd(g, dtype), g, args.batch)
-    except DistanceOverflowError as exc:
-        dtype, overflow = np.uint16, str(exc)
+    if args.dtype != "auto":
+        dtype = np.dtype(args.dtype).type
+    else:
+        try:
+            feed(make_apsd(g, dtype), g, args.batch)
+        except DistanceOverflowError as exc:
+            dtype, overflow = np.uint16, str(exc)
     row["apsd_dtype"] = np.dtype(dtype).name
     row["uint8_overflow"] = overflow
-    times = {key: [] for key, _ in KERNELS}
+    kernels = [(key, make) for key, make in KERNELS if key in args.kernels]
+    times = {key: [] for key, _ in kernels}
     nk_runs, nk_why = [], None
     for _ in range(args.runs):
-        for key, make in KERNELS:
+        for key, make in kernels:
             t = time.process_time()
             feed(make(g, dtype), g, args.batch)
             times[key].append(time.process_time() - t)
-        if not args.no_baselines and nk_why is None:
+        if not args.no_baselines and nk_why is None and len(nk_runs) < args.nk_runs:
             nk_result, nk_why = networkit_baseline(name, args.batch, args.nk_timeout)
             if nk_result:
                 nk_runs.append(nk_result)
-    for key, make in KERNELS:
+    for key, make in kernels:
         med = statistics.median(times[key])
         peak, k = peak_bytes(make, g, dtype, args.batch)
         row[key] = {"seconds": med, "runs": times[key], "us_per_edge": 1e6 * med / max(g.m, 1),
@@ -320,13 +328,13 @@ def fmt_row(r: dict) -> list[str]:
     def t(x):
         return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
-    a, c, s = r["apsd"], r["scc"], r["stats"]
+    a, c, s = r["apsd"], r["scc"], r.get("stats")
     cells = [r["graph"], str(r["n"]), str(r["edges"]),
              f"{t(a['seconds'])} ({a['us_per_edge']:.3g})" + ("" if r["apsd_dtype"] == "uint8" else " u16"),
              f"{a['peak_bytes'] / MiB:.3g} ({a['peak_per_n2']:.2f})",
              f"{t(c['seconds'])} ({c['us_per_edge']:.3g})",
              f"{c['peak_bytes'] / MiB:.3g} ({c['peak_per_n2']:.3f})",
-             f"{t(s['seconds'])} ({s['us_per_edge']:.3g})",
+             f"{t(s['seconds'])} ({s['us_per_edge']:.3g})" if s else "-",
              str(r["diameter"]), f"{r['avg_distance']:.3f}", str(r["scc_count"])]
     if "scipy" in r:
         sp = r["scipy"]
@@ -370,6 +378,11 @@ def main(argv=None) -> int:
     p.add_argument("--scipy-samples", type=int, default=12,
                    help="batches timed for the scipy baseline before extrapolating (12)")
     p.add_argument("--nk-timeout", type=float, default=300, help="seconds allowed to NetworKit per graph (300)")
+    p.add_argument("--nk-runs", type=int, help="NetworKit runs, interleaved with the first ones (default: --runs)")
+    p.add_argument("--kernels", default="apsd,scc,stats",
+                   help="kernels to time, of apsd,scc,stats (default: all; apsd and scc are required)")
+    p.add_argument("--dtype", choices=["auto", "uint8", "uint16"], default="auto",
+                   help="APSD cell type; auto tries uint8 in an extra run and falls back to uint16 (auto)")
     p.add_argument("--no-baselines", action="store_true", help="skip scipy and NetworKit")
     p.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p.add_argument("--json", metavar="FILE", help="also write every figure to FILE")
@@ -394,6 +407,11 @@ def main(argv=None) -> int:
     if args.runs < 1 or args.batch < 1 or args.scipy_samples < 1:
         p.error("--runs, --batch and --scipy-samples must be >= 1")
     SEARCH = args.search
+    args.kernels = set(args.kernels.split(","))
+    if not {"apsd", "scc"} <= args.kernels <= {"apsd", "scc", "stats"}:
+        p.error("--kernels: apsd and scc, optionally stats")
+    if args.nk_runs is None:
+        args.nk_runs = args.runs
     names = args.graphs.split(",") if args.graphs else (QUICK if args.quick else FULL)
     if args.quick:
         args.runs = 1
