@@ -83,6 +83,36 @@ def load_checkpoint(session_dir, rank: int, superstep: int) -> dict:
         return pickle.load(fh)
 
 
+def _append_record(fh, obj) -> None:
+    """One ``[8-byte little-endian length][pickle]`` record."""
+    rec = pickle.dumps(obj, protocol=5)
+    fh.write(struct.pack("<Q", len(rec)) + rec)
+
+
+def _sync(fh) -> int:
+    """Flush to disk; the file's length (what a checkpoint records)."""
+    fh.flush()
+    os.fsync(fh.fileno())
+    return fh.tell()
+
+
+def _cut_and_read(path: Path, length: int, must_exist: bool):
+    """Cut a record log back to ``length`` bytes and yield its records."""
+    if not path.exists():
+        if must_exist and length:
+            raise FileNotFoundError(path)
+        return
+    with open(path, "r+b") as fh:
+        fh.truncate(length)
+    with open(path, "rb") as fh:
+        while True:
+            head = fh.read(8)
+            if len(head) < 8:
+                return
+            (n,) = struct.unpack("<Q", head)
+            yield pickle.loads(fh.read(n))
+
+
 class CheckpointLog:
     """A rank's append-only log of checkpoint increments: ``[len][pickle]`` records.
 
@@ -97,11 +127,8 @@ class CheckpointLog:
         self._fh = open(self.path, "ab")
 
     def append(self, increment: dict) -> int:
-        rec = pickle.dumps(increment, protocol=5)
-        self._fh.write(struct.pack("<Q", len(rec)) + rec)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        return self._fh.tell()
+        _append_record(self._fh, increment)
+        return _sync(self._fh)
 
     def close(self) -> None:
         self._fh.close()
@@ -109,20 +136,7 @@ class CheckpointLog:
     @staticmethod
     def truncate_and_read(session_dir, rank: int, length: int):
         """Cut the log to ``length`` bytes (what a checkpoint recorded) and yield its increments."""
-        path = _dir(session_dir) / f"rank-{rank:05d}.log"
-        if not path.exists():
-            if length:
-                raise FileNotFoundError(path)
-            return
-        with open(path, "r+b") as fh:
-            fh.truncate(length)
-        with open(path, "rb") as fh:
-            while True:
-                head = fh.read(8)
-                if len(head) < 8:
-                    return
-                (n,) = struct.unpack("<Q", head)
-                yield pickle.loads(fh.read(n))
+        return _cut_and_read(_dir(session_dir) / f"rank-{rank:05d}.log", length, must_exist=True)
 
 
 class Journal:
@@ -133,14 +147,11 @@ class Journal:
         self._fh = open(self.path, "ab")
 
     def append(self, superstep: int, t: float, reports: list[bytes]) -> None:
-        rec = pickle.dumps((superstep, t, reports), protocol=5)
-        self._fh.write(struct.pack("<Q", len(rec)) + rec)
+        _append_record(self._fh, (superstep, t, reports))
 
     def flush(self) -> int:
         """Flush to disk; returns the journal's length (what a checkpoint records)."""
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        return self._fh.tell()
+        return _sync(self._fh)
 
     def close(self) -> None:
         self._fh.close()
@@ -148,15 +159,4 @@ class Journal:
     @staticmethod
     def truncate_and_read(session_dir, length: int):
         """Cut the journal to ``length`` bytes and yield its records (superstep, t, reports)."""
-        path = Path(session_dir) / "journal.bin"
-        if not path.exists():
-            return
-        with open(path, "r+b") as fh:
-            fh.truncate(length)
-        with open(path, "rb") as fh:
-            while True:
-                head = fh.read(8)
-                if len(head) < 8:
-                    return
-                (n,) = struct.unpack("<Q", head)
-                yield pickle.loads(fh.read(n))
+        return _cut_and_read(Path(session_dir) / "journal.bin", length, must_exist=False)
