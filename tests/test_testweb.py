@@ -79,6 +79,111 @@ def test_generator_is_deterministic(tmp_path):
     assert (tmp_path / "a" / "resolve.txt").read_text().split() == [f"{h}:127.0.0.1" for h in a["hosts"]]
 
 
+def web_fingerprint(d: Path) -> str:
+    """One SHA-256 over every file of a web (relative path, NUL, bytes), in path order."""
+    h = hashlib.sha256()
+    for f in sorted(x for x in d.rglob("*") if x.is_file()):
+        h.update(str(f.relative_to(d)).encode())
+        h.update(b"\0")
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+# Fingerprints of two small webs computed with the generator *before* host
+# communities existed (commit e4b9b11): with the knob off (the default, or
+# host_communities=0) the web must stay byte-for-byte the same.
+_FINGERPRINTS = [
+    (dict(n_hosts=8, n_pages=160, seed=5),
+     "a94043ad111a304b7b85125ce79c380ca47a780d44220d2db07e117ff950cd9f",
+     "f672e6e4edb445ad294460b06e7506580a109e8769cc3752ed91cdcfd0af05e0"),
+    (dict(n_hosts=12, n_pages=300, seed=11, features=False),
+     "53e3e789392cbceefc63b0e05ea6938050d83f65387293d9f803322a45dad7bd",
+     "9d7674684c85aebba00450e5ae6426f4bc943786db8b7d2262307400902b9c60"),
+]
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+@pytest.mark.parametrize("case", range(len(_FINGERPRINTS)))
+def test_communities_off_leaves_the_web_unchanged(tmp_path, case, explicit):
+    kw, manifest_sha, tree_sha = _FINGERPRINTS[case]
+    extra = {"host_communities": 0, "community_locality": 0.5} if explicit else {}
+    m = generate_web(tmp_path, port=8123, **kw, **extra)
+    assert "communities" not in m and "host_communities" not in m["knobs"]
+    assert hashlib.sha256((tmp_path / "manifest.json").read_bytes()).hexdigest() == manifest_sha
+    assert web_fingerprint(tmp_path) == tree_sha
+
+
+def _cross_host_share(m: dict) -> tuple[int, float]:
+    """(cross-host links between served HTML pages, share of them inside the source's community)."""
+    comm = m["communities"]
+    tot = within = 0
+    for u, e in m["pages"].items():
+        if e["status"] != 200 or e["content_type"] != "text/html":
+            continue
+        a = split_url(u)[0]
+        for v in e["links"]:
+            b = split_url(v)[0]
+            if b != a and b in comm:
+                tot += 1
+                within += comm[a] == comm[b]
+    return tot, within / tot
+
+
+@pytest.mark.parametrize("features", [False, True])
+@pytest.mark.parametrize("p", [0.9, 0.5])
+def test_communities_make_cross_host_links_local(tmp_path, features, p):
+    m = generate_web(tmp_path, n_hosts=48, n_pages=1500, seed=4, port=8123, features=features,
+                     host_communities=8, community_locality=p)
+    assert m["knobs"]["host_communities"] == 8 and m["knobs"]["community_locality"] == p
+    comm = m["communities"]
+    assert sorted(comm) == sorted(m["hosts"]) and set(comm.values()) == set(range(8))
+    sizes = sorted(list(comm.values()).count(c) for c in range(8))
+    assert sizes[0] >= 2 and sizes[-1] > sizes[0]          # several hosts each, mixed sizes
+    tot, share = _cross_host_share(m)
+    assert tot > 1000
+    # P of the links are drawn in the community, the others anywhere (some land in it by chance)
+    assert p - 0.04 <= share <= p + (1 - p) * 0.35, share
+    # the true graph stays exact: expected sets recomputed from pages agree
+    assert compute_expected(m["pages"], m["seeds"], m["hosts"],
+                            {h: r["robots_txt"] for h, r in m["robots"].items()}) == m["expected"]
+    # every host is still reached by a correct crawl
+    assert {split_url(u)[0] for u in m["expected"]["nodes"]} == set(m["hosts"])
+
+
+def test_communities_are_deterministic_and_change_the_web(tmp_path):
+    kw = dict(n_hosts=20, n_pages=400, port=18123, host_communities=4, community_locality=0.95)
+    a = generate_web(tmp_path / "a", seed=7, **kw)
+    b = generate_web(tmp_path / "b", seed=7, **kw)
+    assert a == b and tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
+    assert json.loads((tmp_path / "a" / "manifest.json").read_text()) == a
+    c = generate_web(tmp_path / "c", seed=8, **kw)
+    assert c["communities"] != a["communities"] or c["pages"] != a["pages"]
+    off = generate_web(tmp_path / "off", seed=7, n_hosts=20, n_pages=400, port=18123)
+    assert off["pages"] != a["pages"]
+    # hosts and page sets are the same: only the links move
+    assert off["hosts"] == a["hosts"] and off["seeds"] == a["seeds"]
+    with pytest.raises(ValueError):
+        generate_web(tmp_path / "x", n_hosts=4, n_pages=20, port=18123, host_communities=2, community_locality=1.5)
+    with pytest.raises(ValueError):
+        generate_web(tmp_path / "x", n_hosts=4, n_pages=20, port=18123, host_communities=-1)
+
+
+def test_cli_generate_communities(tmp_path, capsys):
+    out = tmp_path / "w"
+    assert main(["generate", str(out), "--hosts", "12", "--pages", "120", "--seed", "2",
+                 "--communities", "3", "--community-locality", "0.8"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["knobs"]["host_communities"] == 3 and m["knobs"]["community_locality"] == 0.8
+    assert set(m["communities"].values()) == {0, 1, 2}
+    capsys.readouterr()
+    for argv in (["generate", str(tmp_path / "x"), "--community-locality", "0.8"],   # needs --communities
+                 ["generate", str(tmp_path / "x"), "--communities", "-2"],
+                 ["generate", str(tmp_path / "x"), "--communities", "2", "--community-locality", "2"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+
+
 def test_expected_sets_are_consistent(web):
     d, m = web
     exp, pages = m["expected"], m["pages"]

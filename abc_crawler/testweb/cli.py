@@ -3,14 +3,17 @@
 ::
 
     abc-testweb generate OUT [--hosts N] [--pages N] [--seed S] [--addr A] [--port P] [--plain]
-                             [--hostile all|MODE,MODE...]
+                             [--communities C [--community-locality L]] [--hostile all|MODE,MODE...]
     abc-testweb serve DIR [--access-log F] [--max-seconds T] [--ready-file F] [--addr A] [--port P]
     abc-testweb exec DIR [--access-log F] [--max-seconds T] -- CMD ARGS...
     abc-testweb bench DIR [--connections N] [--seconds T] [--access-log F] [--uvloop]
 
 ``generate`` writes a synthetic web (see :mod:`.generator`); ``--port 0`` (the
 default) picks a free port on ``--addr`` and bakes it into the web.  ``--plain``
-turns all traps and errors off.  ``--hostile`` adds hostile hosts (``all``, or a
+turns all traps and errors off.  ``--communities C`` groups the hosts into C
+communities whose cross-host links stay inside the community with probability
+``--community-locality`` (default 0.9; see "Host communities" in
+:mod:`.generator`; off by default, and then the web is unchanged).  ``--hostile`` adds hostile hosts (``all``, or a
 comma-separated list of modes with their default parameters; see the table in
 :mod:`.generator`).  It prints one summary line.
 
@@ -87,10 +90,19 @@ def _cmd_generate(a) -> int:
         check_loopback(a.addr)
     except ServerError as exc:
         raise _Fail(str(exc)) from None
+    knobs = {}
+    if a.communities < 0:
+        raise _Fail("generate: --communities must be >= 0")
+    if a.community_locality is not None and a.communities == 0:
+        raise _Fail("generate: --community-locality needs --communities C (C > 0)")
+    if a.communities:
+        knobs["host_communities"] = a.communities
+        if a.community_locality is not None:
+            knobs["community_locality"] = a.community_locality
     port = a.port if a.port != 0 else free_port(a.addr)
     try:
         m = generate_web(a.out, n_hosts=a.hosts, n_pages=a.pages, seed=a.seed, addr=a.addr, port=port,
-                         features=not a.plain, hostile=a.hostile)
+                         features=not a.plain, hostile=a.hostile, **knobs)
     except (ValueError, TypeError) as exc:
         raise _Fail(f"generate: {exc}") from None
     except OSError as exc:
@@ -316,6 +328,10 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--addr", default="127.0.0.1")
     g.add_argument("--port", type=int, default=0, help="0: pick a free port now (default)")
     g.add_argument("--plain", action="store_true", help="no traps or errors")
+    g.add_argument("--communities", type=int, default=0, metavar="C",
+                   help="group hosts into C communities that link mostly among themselves (0: off, default)")
+    g.add_argument("--community-locality", type=float, default=None, metavar="L",
+                   help="with --communities: probability L that a cross-host link stays in its community (default 0.9)")
     g.add_argument("--hostile", default=None, metavar="MODES",
                    help="add hostile hosts: 'all' or a comma-separated list of modes (default: none)")
     g.set_defaults(func=_cmd_generate)

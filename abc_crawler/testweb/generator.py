@@ -28,6 +28,22 @@ fragments (``p.html#sec2``, ``#top``), surrounding blanks, ``&amp;`` in
 queries, upper-case tags, ``<area href>`` in image maps, and pages with
 ``<base href>`` (absolute, possibly on another host, or root-relative).
 
+Host communities (opt-in): ``generate_web(..., host_communities=C,
+community_locality=P)`` (CLI: ``--communities C --community-locality P``)
+groups the hosts into C communities (a seeded shuffle of the hosts cut into
+runs of lognormal sizes, at least two hosts each when there are >= 2C hosts;
+big and small hosts mix) and makes each cross-host random link pick its
+target inside the source host's community with probability P (default 0.9;
+popularity-weighted over the other hosts of the community) and anywhere, as
+without communities, otherwise; the structural link to a host's root comes
+from an earlier host of its community with probability P too.  It models the
+locality of the real web (hosts of one organization or topic link each
+other), which graph partitioning exploits; without it, cross-host links go to
+popularity-weighted pages of any host.  ``host_communities=0`` (the default)
+draws nothing more: every file is byte-identical to a web generated without
+the knob.  With communities the manifest also has ``knobs.host_communities``,
+``knobs.community_locality`` and ``communities`` (``{host[:port]: index}``).
+
 Traps and errors: ``rel="nofollow"`` links (also inside ``rel="noopener
 nofollow"``; ``rel="noopener"`` alone is followable), pages with ``<meta
 name="robots" content="nofollow">``, pages reachable *only* through nofollow
@@ -232,6 +248,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 __all__ = [
+    "COMMUNITY_KNOBS",
     "DEFAULT_KNOBS",
     "USER_AGENT",
     "generate_web",
@@ -276,6 +293,17 @@ DEFAULT_KNOBS: dict = {
     "query_pages": 2,          # pages with a query string
     "out_of_scope_rate": 0.03, # fraction of pages linking to an out-of-scope host
     "special_link_rate": 0.03, # fraction of pages with javascript:/mailto: links
+}
+
+# Host communities (opt-in, off by default): hosts are grouped into
+# ``host_communities`` communities and a cross-host random link picks its
+# target host inside the source's community with probability
+# ``community_locality`` (anywhere, as without communities, otherwise).  Kept
+# apart from DEFAULT_KNOBS: with ``host_communities=0`` the web, manifest
+# included, is byte-identical to one generated before the knob existed.
+COMMUNITY_KNOBS: dict = {
+    "host_communities": 0,       # 0: no communities (uniform cross-host links)
+    "community_locality": 0.9,   # P(cross-host link stays in the community), when communities are on
 }
 
 _FEATURE_KNOBS_OFF = {
@@ -553,11 +581,40 @@ class _Gen:
     def pick_host(self, sizes_cum: list[float]) -> str:
         return self.hosts[self.rng.choices(range(self.n_hosts), cum_weights=sizes_cum, k=1)[0]]
 
+    def build_communities(self) -> list[int] | None:
+        """Community index of every host (None when communities are off).
+
+        A separate random stream (the main one is untouched, so the rest of
+        the web is drawn in the same order): hosts are shuffled (big and
+        small hosts mix) and cut into ``host_communities`` contiguous runs of
+        lognormal sizes, each of at least two hosts when there are enough.
+        """
+        C = min(int(self.k.get("host_communities", 0) or 0), self.n_hosts)
+        if C <= 0:
+            return None
+        crng = random.Random(self.seed * 1_000_033 + 101)
+        order = list(range(self.n_hosts))
+        crng.shuffle(order)
+        w = [crng.lognormvariate(0.0, 0.7) for _ in range(C)]
+        base = 2 if self.n_hosts >= 2 * C else 1
+        sizes = [base] * C
+        for c in crng.choices(range(C), weights=w, k=self.n_hosts - base * C):
+            sizes[c] += 1
+        comm = [0] * self.n_hosts
+        pos = 0
+        for c, n in enumerate(sizes):
+            for i in order[pos:pos + n]:
+                comm[i] = c
+            pos += n
+        return comm
+
     def build(self) -> None:
         k, rng = self.k, self.rng
         sizes = self.host_sizes()
         self.build_robots(sizes)
         self.build_pages(sizes)
+        comm = self.community = self.build_communities()
+        locality = float(k.get("community_locality", COMMUNITY_KNOBS["community_locality"]))
         sizes_cum, t = [], 0
         for s in sizes:
             t += s
@@ -604,9 +661,34 @@ class _Gen:
                 parent.links.append(_Link(hp[j].url))
                 tree_parents.add(parent.url)
         for i in range(1, self.n_hosts):
-            src = random_page(self.hosts[rng.randrange(i)])
+            if comm is not None and rng.random() < locality:
+                earlier = [j for j in range(i) if comm[j] == comm[i]]
+                src_i = earlier[rng.randrange(len(earlier))] if earlier else rng.randrange(i)
+            else:
+                src_i = rng.randrange(i)
+            src = random_page(self.hosts[src_i])
             src.links.append(_Link(self.url(self.hosts[i], "/")))
             tree_parents.add(src.url)
+
+        # communities: the normal pages of each community, popularity-weighted
+        comm_pages: list[list[_Page]] = []
+        comm_cum: list[list[float]] = []
+        comm_of: dict[str, int] = {}
+        if comm is not None:
+            comm_of = {h: comm[i] for i, h in enumerate(self.hosts)}
+            n_comm = max(comm) + 1
+            comm_pages = [[] for _ in range(n_comm)]
+            for h in self.hosts:
+                comm_pages[comm_of[h]].extend(self.host_pages[h])
+            for cp in comm_pages:
+                c, t = [], 0.0
+                for q in cp:
+                    t += pop[q.url]
+                    c.append(t)
+                comm_cum.append(c)
+            comm_hosts = [0] * n_comm
+            for c in comm:
+                comm_hosts[c] += 1
 
         # random links
         mu = math.log(max(k["mean_links"], 0.01)) - 0.18  # lognormal sigma 0.6: mean ~ mean_links
@@ -615,6 +697,11 @@ class _Gen:
             for _ in range(n):
                 if rng.random() < k["intra_frac"] or self.n_hosts == 1:
                     t = random_page(p.host)
+                elif comm is not None and rng.random() < locality and comm_hosts[comm_of[p.host]] > 1:
+                    c = comm_of[p.host]
+                    t = rng.choices(comm_pages[c], cum_weights=comm_cum[c], k=1)[0]
+                    while t.host == p.host:
+                        t = rng.choices(comm_pages[c], cum_weights=comm_cum[c], k=1)[0]
                 else:
                     t = random_page()
                     while t.host == p.host:
@@ -1040,13 +1127,22 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
         raise ValueError("n_hosts must be >= 1")
     if n_pages < n_hosts:
         raise ValueError(f"n_pages ({n_pages}) must be >= n_hosts ({n_hosts})")
-    unknown = set(knobs) - set(DEFAULT_KNOBS)
+    unknown = set(knobs) - set(DEFAULT_KNOBS) - set(COMMUNITY_KNOBS)
     if unknown:
         raise TypeError(f"unknown knob(s): {', '.join(sorted(unknown))}")
     k = dict(DEFAULT_KNOBS)
     if not features:
         k.update(_FEATURE_KNOBS_OFF)
     k.update(knobs)
+    n_comm = int(k.pop("host_communities", 0) or 0)
+    locality = k.pop("community_locality", COMMUNITY_KNOBS["community_locality"])
+    if n_comm < 0:
+        raise ValueError(f"host_communities ({n_comm}) must be >= 0")
+    if not (0.0 <= float(locality) <= 1.0):
+        raise ValueError(f"community_locality ({locality}) must be in [0, 1]")
+    if n_comm > 0:   # only then in the manifest's knobs: a web without communities is unchanged
+        k["host_communities"] = min(n_comm, n_hosts)
+        k["community_locality"] = float(locality)
     port = int(port)
 
     g = _Gen(n_hosts, n_pages, seed, addr, port, k)
@@ -1168,6 +1264,8 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
         "pages": pages,
         "expected": expected,
     }
+    if g.community is not None:
+        manifest["communities"] = {g.netloc[h]: g.community[i] for i, h in enumerate(g.hosts)}
 
     # routes
     routes: dict[str, dict] = {h: {} for h in g.hosts}
