@@ -630,14 +630,29 @@ def write_result(name: str, data: dict, out: str | None = None) -> Path:
     return path
 
 
-def generated_web(hosts: int, pages: int, seed: int = 1, port: int = 18081) -> Path:
-    """A web from ``abc-testweb generate`` under DATA, generated once and reused (it is deterministic)."""
-    web = DATA / f"web-{hosts}h-{pages}p-s{seed}-port{port}"
+def generated_web(hosts: int, pages: int, seed: int = 1, port: int = 18081, communities: int = 0,
+                  locality: float | None = None) -> Path:
+    """A web from ``abc-testweb generate`` under DATA, generated once and reused (it is deterministic).
+
+    ``communities`` > 0 passes ``--communities`` (and ``--community-locality``
+    when ``locality`` is given) and names the directory after them, so such a
+    web never replaces the default one.
+    """
+    extra: list[str] = []
+    name = f"web-{hosts}h-{pages}p-s{seed}-port{port}"
+    if communities:
+        extra = ["--communities", str(communities)]
+        name += f"-c{communities}"
+        if locality is not None:
+            extra += ["--community-locality", repr(float(locality))]
+            name += f"-l{float(locality):g}"
+    web = DATA / name
     if not (web / "manifest.json").exists():
         tmp = web.with_name(web.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         r = subprocess.run([str(BIN / "abc-testweb"), "generate", str(tmp), "--hosts", str(hosts), "--pages", str(pages),
-                            "--seed", str(seed), "--port", str(port)], capture_output=True, text=True, timeout=1800)
+                            "--seed", str(seed), "--port", str(port), *extra],
+                           capture_output=True, text=True, timeout=1800)
         if r.returncode != 0:
             raise RuntimeError(f"abc-testweb generate failed: {r.stderr}")
         # the web bakes its directory into nothing but routes' files (relative): a rename is safe

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/repartition.py [--web synthetic|corpus|both] [--parts 8] [--runs 1]
                                          [--hosts 400] [--pages 20000] [--out bench/results/repartition.json]
+                                         [--communities C [--community-locality L]]
 
 For each web (served by nginx, bench/nginx.py), four complete crawls with
 ``mpiexec -n K abc-crawl --no-stats --politeness-delay 0``:
@@ -28,6 +29,12 @@ crawled graph and the assignment only, not of timing (``messages_mpi`` and
 ``wire_bytes`` do depend on how links fall into supersteps), so ``--runs``
 defaults to 1; with more runs the medians are printed. A default run (both
 webs) takes about 8 minutes.
+
+``--communities C`` (with ``--community-locality L``, default 0.9) generates
+the synthetic web with host communities (``abc-testweb generate --communities
+C --community-locality L``: cross-host links stay inside the source host's
+community with probability L) in its own directory under the data dir, and
+the result file is ``repartition-WEB-cC-lL.json``.
 """
 from __future__ import annotations
 
@@ -114,15 +121,25 @@ def main() -> int:
     ap.add_argument("--pages", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port", type=int, default=18081)
+    ap.add_argument("--communities", type=int, default=0,
+                    help="synthetic web with C host communities (abc-testweb generate --communities; 0: off)")
+    ap.add_argument("--community-locality", type=float, default=None,
+                    help="with --communities: P(cross-host link stays in its community) (default 0.9)")
     ap.add_argument("--out", default=None, help="default bench/results/repartition-WEB.json")
     a = ap.parse_args()
+    if a.community_locality is not None and not a.communities:
+        ap.error("--community-locality needs --communities C")
+    tag = f"repartition-{a.web}"
+    if a.communities:
+        tag += f"-c{a.communities}" + (f"-l{a.community_locality:g}" if a.community_locality is not None else "")
     print(nginx.describe_header(f"Repartition between sessions, K = {a.parts}", ["pymetis", "cmeel-metis"]), flush=True)
     webs = ["synthetic", "corpus"] if a.web == "both" else [a.web]
     result = {"benchmark": "repartition", "args": vars(a), "webs": {}}
     tmp = Path(tempfile.mkdtemp(prefix="abc-repart-"))
     try:
         for kind in webs:
-            web = nginx.generated_web(a.hosts, a.pages, a.seed, a.port) if kind == "synthetic" else corpus.prepare(
+            web = nginx.generated_web(a.hosts, a.pages, a.seed, a.port, a.communities,
+                                      a.community_locality) if kind == "synthetic" else corpus.prepare(
                 corpus.DEFAULT_OUT, port=8080)
             rounds = []
             with nginx.serve(web, max_seconds=a.runs * 4 * 1800 + 600):
@@ -166,7 +183,7 @@ def main() -> int:
                   f"within 10 % of predicted: {t['within_10pct']}")
             if "skipped" in entry:
                 print(f"  {entry['skipped']}")
-            path = write_result(f"repartition-{a.web}", result, a.out)
+            path = write_result(tag, result, a.out)
         print(f"wrote {path}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
