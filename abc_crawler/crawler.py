@@ -206,15 +206,23 @@ class RankCrawler:
         # base's own path or query ("", "?q", "#f") are not cached.
         # An absolute "http(s)://..." reference does not depend on the base at all: it is
         # cached by itself, so a link to a popular page is decided once per rank.
+        # A root-relative "/path" reference depends only on the base's origin.
         nq = base_url.find("?")
         base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
+        slash = base_url.find("/", base_url.find("://") + 3)
+        origin = base_url if slash < 0 else base_url[:slash]
         cache = self._link_cache
         oos = self.c.out_of_scope_hosts
         for href in hrefs:
             key = None
             if href and href[0] not in "?# \t\n\r":
                 h7 = href[:8].lower()
-                key = href if (h7.startswith("http://") or h7 == "https://") else (base_dir, href)
+                if h7.startswith("http://") or h7 == "https://":
+                    key = href
+                elif href[0] == "/" and href[1:2] not in ("/", "\\"):
+                    key = (origin, href)
+                else:
+                    key = (base_dir, href)
                 hit = cache.get(key)
                 if hit is not None:
                     kind, val = hit
