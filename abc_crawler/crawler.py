@@ -124,11 +124,7 @@ class RankCrawler:
         self.seeds = seeds
         self.stop = stop
         self.progress = progress
-        self.frontier = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
-                                 window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
-        # URL-seen set (URLs admitted here or sent to their owner) with a REPORTED flag per
-        # fingerprint (URLs whose text rank 0 already has from us): one exact uint64 table
-        self.seen = new_fpset(journal=cfg.checkpoint_seconds > 0)
+        self.frontier, self.seen = self._empty_state()
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
                                rank=self.rank, max_connections=cfg.concurrency)
@@ -144,7 +140,6 @@ class RankCrawler:
         if cfg.max_pages is not None:
             n, k = cfg.max_pages, self.size
             self.budget = n // k + (1 if self.rank < n % k else 0)
-        self._dirty = True
         self.t0 = time.monotonic()
         self.coordinator: Coordinator | None = None
         self.stopped = "done"
@@ -185,6 +180,15 @@ class RankCrawler:
         self._ckpt_log: CheckpointLog | None = None   # append-only part of the checkpoints
         self.cpu_before = 0.0                     # CPU seconds of earlier runs (after --resume)
         self.resumed_from: int | None = None
+
+    def _empty_state(self) -> tuple[Frontier, object]:
+        """An empty frontier and URL-seen set (URLs admitted here or sent to their owner), with a
+        REPORTED flag per fingerprint (URLs whose text rank 0 already has from us): one exact
+        uint64 table."""
+        cfg = self.cfg
+        frontier = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
+                            window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
+        return frontier, new_fpset(journal=cfg.checkpoint_seconds > 0)
 
     # -- classification ------------------------------------------------------
     def _links_of(self, page_url: str, base: str | None, hrefs: list[str]) -> list[str]:
@@ -308,7 +312,6 @@ class RankCrawler:
         if hops:
             self.hops[fp] = hops
         self.frontier.add(url, host)
-        self._dirty = True
 
     def receive(self, data: bytes) -> None:
         """URLs another rank found for us (lines ``URL`` or ``URL\tHOPS``)."""
@@ -341,7 +344,6 @@ class RankCrawler:
                 own = self._own_hosts
                 self.frontier.evict(lambda host: host not in own and (w is None or pc.phase(host) != w[0]))
             self.frontier.readmit()              # hosts _admit refused may be admitted now
-            self._dirty = True
         return w
 
     def _admit(self, host: str) -> bool:
@@ -357,7 +359,6 @@ class RankCrawler:
             admit = self._admit
         # O(hosts that changed): hosts with new or returned URLs, freed elements, ended back-offs
         self.frontier.schedule(now, admit)
-        self._dirty = False
         free = self.cfg.concurrency - len(self.batches)
         if free <= 0:
             return
@@ -394,7 +395,6 @@ class RankCrawler:
             b.todo = []
             del self.batches[host]
             self.frontier.finish(b.element, now, 0.0)
-            self._dirty = True
             return
         b.deadline = None if limit is None else self.clock.shared() + limit
         if h.state == "dead" or host in self.dead_hosts:
@@ -436,7 +436,6 @@ class RankCrawler:
         del self.batches[host]
         rest = max(self.cfg.politeness_delay, h.crawl_delay)
         self.frontier.finish(b.element, now, rest)
-        self._dirty = True
 
     def _on_response(self, r: Response, now: float) -> None:
         kind, host = r.key
@@ -800,10 +799,7 @@ class RankCrawler:
     def restore(self, superstep: int) -> None:
         """Continue from this rank's checkpoint of ``superstep`` (all ranks call it with the same one)."""
         st = load_checkpoint(self.session_dir, self.rank, superstep)
-        cfg = self.cfg
-        f = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
-                     window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
-        seen = new_fpset(journal=cfg.checkpoint_seconds > 0)
+        f, seen = self._empty_state()
         for inc in CheckpointLog.truncate_and_read(self.session_dir, self.rank, st["log"]):
             f.apply_increment(inc["frontier"])
             seen.merge(*inc["seen"])
@@ -823,7 +819,6 @@ class RankCrawler:
         self.warc.restore(st["warc"])
         self.superstep = superstep + 1
         self.resumed_from = superstep
-        self._dirty = True
         if self.coordinator is not None:
             for step, t, reports in Journal.truncate_and_read(self.session_dir, st["journal"]):
                 for data in reports:
