@@ -118,12 +118,11 @@ class PartvecAssignment(Assignment):
         ranks_of: dict[str, set[int]] = {}
         for u, r in zip(pv.urls, pv.url_rank.tolist()):
             ranks_of.setdefault(host_of(u), set()).add(r)
-        self._exclusive: dict[int, frozenset[str]] = {}
+        exclusive: dict[int, set[str]] = {}
         for h, rs in ranks_of.items():
             if len(rs) == 1 and self._host.get(h) in rs:
-                r = next(iter(rs))
-                self._exclusive.setdefault(r, set()).add(h)
-        self._exclusive = {r: frozenset(hs) for r, hs in self._exclusive.items()}
+                exclusive.setdefault(next(iter(rs)), set()).add(h)
+        self._exclusive = {r: frozenset(hs) for r, hs in exclusive.items()}
 
     def owner(self, url: str, fp: int | None = None) -> int:
         if fp is None:

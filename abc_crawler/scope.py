@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from .exceptions import ResolveError, SeedError
 from .urls import UrlError, canonicalize, host_of, scheme_of
 
-__all__ = ["Scope", "read_seeds", "SeedProblem", "endpoint_of"]
+__all__ = ["Scope", "read_seeds", "SeedProblem", "endpoint_of", "url_endpoint"]
 
 
 @dataclass(frozen=True)
@@ -82,15 +82,23 @@ class Scope:
 
     def allows_url(self, url: str) -> bool:
         """True when curl may connect for the canonical http(s) ``url``: its endpoint is listed."""
-        if url.startswith("https://"):
-            default = 443
-        elif url.startswith("http://"):
-            default = 80
-        else:
+        ep = url_endpoint(url)
+        if ep is None:
             return False
-        if self.endpoints is None:
-            return True
-        return endpoint_of(host_of(url), default) in self.endpoints
+        return self.endpoints is None or ep in self.endpoints
+
+
+def url_endpoint(url: str) -> str | None:
+    """``host:port`` curl connects to for a canonical http(s) URL (None for other schemes).
+
+    >>> url_endpoint("https://a.test/x"), url_endpoint("http://a.test:8080/"), url_endpoint("ftp://a.test/")
+    ('a.test:443', 'a.test:8080', None)
+    """
+    if url.startswith("https://"):
+        return endpoint_of(host_of(url), 443)
+    if url.startswith("http://"):
+        return endpoint_of(host_of(url), 80)
+    return None
 
 
 def endpoint_of(host: str, default_port: int) -> str:
@@ -154,8 +162,7 @@ def read_seeds(path: str, scope: Scope) -> tuple[list[str], list[SeedProblem]]:
             problems.append(SeedProblem(path, lineno, f"no host in {line!r}"))
             continue
         if not scope.allows_url(url):
-            port = 443 if url.startswith("https:") else 80
-            problems.append(SeedProblem(path, lineno, f"{endpoint_of(host, port)} is not in the resolve list (out of scope)"))
+            problems.append(SeedProblem(path, lineno, f"{url_endpoint(url)} is not in the resolve list (out of scope)"))
             continue
         if url not in seen:
             seen.add(url)

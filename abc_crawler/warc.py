@@ -142,7 +142,6 @@ GZIP_BACKENDS = {"zlib": _gzip_zlib}
 if _isal_compress is not None:
     GZIP_BACKENDS["isal"] = _gzip_isal
 DEFAULT_GZIP = "isal" if "isal" in GZIP_BACKENDS else "zlib"
-_gzip_member = GZIP_BACKENDS[DEFAULT_GZIP]
 
 
 # ---------------------------------------------------------------- records
