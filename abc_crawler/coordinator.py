@@ -171,6 +171,14 @@ class Coordinator:
             self.node.append(-1)
         return i
 
+    def _rows(self, fps: list[int]) -> list[int]:
+        """Rows of many fingerprints (new ones added): one dict lookup each when all are known."""
+        get = self.index.get
+        rows = [get(fp) for fp in fps]
+        if None in rows:
+            rows = [self._row(fp) for fp in fps]
+        return rows
+
     def consume(self, data: bytes) -> None:
         """Merge one encoded report."""
         r = decode_report(data)
@@ -205,8 +213,8 @@ class Coordinator:
                 self.node[i] = nid
                 self.node_url.append(i)
                 new_nodes.append(i)
-        src_rows = np.array([self._row(fp) for fp in r["link_src"].tolist()], dtype=np.int32)
-        dst_rows = np.array([self._row(fp) for fp in r["link_dst"].tolist()], dtype=np.int32)
+        src_rows = np.array(self._rows(r["link_src"].tolist()), dtype=np.int32)
+        dst_rows = np.array(self._rows(r["link_dst"].tolist()), dtype=np.int32)
         self.link_src.append(src_rows)
         self.link_dst.append(dst_rows)
         es, ed = self._pending_kernel_edges

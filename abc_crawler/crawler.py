@@ -280,8 +280,9 @@ class RankCrawler:
             fp = fingerprint(url)
             r = own(url, fp)
             if r != me:
-                self.c.volume += len(url.encode()) + 1
-                rep.volume += len(url.encode()) + 1
+                n = len(url.encode()) + 1
+                self.c.volume += n
+                rep.volume += n
                 remote.add(r)
             if src_fp is not None:
                 rep.link_src.append(src_fp)

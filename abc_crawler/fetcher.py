@@ -62,12 +62,17 @@ class Response:
     new_connections: int = 0
     request_headers: list[tuple[str, str]] = field(default_factory=list)
 
+    _by_name: tuple | None = field(default=None, init=False, repr=False, compare=False)
+
     def header(self, name: str) -> str | None:
-        low = name.lower()
-        for k, v in self.headers:
-            if k.lower() == low:
-                return v
-        return None
+        """The first value of header ``name`` (any case), or None."""
+        cached = self._by_name
+        if cached is None or cached[0] != len(self.headers):   # built once per response
+            d = {}
+            for k, v in reversed(self.headers):
+                d[k.lower()] = v
+            cached = self._by_name = (len(self.headers), d)
+        return cached[1].get(name.lower())
 
     @property
     def content_type(self) -> str:
@@ -120,6 +125,9 @@ class Fetcher:
         self.requests = 0
         self.connections = 0
         self._kick = False                # handles added since the last perform()
+        # what every request sends after Host (set on each handle in _handle; recorded in the WARC)
+        self._req_rest = (("User-Agent", user_agent), ("Accept", "text/html,*/*;q=0.5"),
+                          ("Accept-Encoding", "identity"), ("X-ABC-Rank", str(rank)))
 
     @property
     def in_flight(self) -> int:
@@ -141,8 +149,7 @@ class Fetcher:
         c.setopt(pycurl.TIMEOUT_MS, int(self.timeout * 1000))
         c.setopt(pycurl.CONNECTTIMEOUT_MS, int(self.connect_timeout * 1000))
         c.setopt(pycurl.MAXFILESIZE_LARGE, self.max_body_bytes)
-        c.setopt(pycurl.HTTPHEADER, ["Accept: text/html,*/*;q=0.5", "Accept-Encoding: identity",
-                                     f"X-ABC-Rank: {self.rank}"])
+        c.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in self._req_rest[1:]])
         if self.scope.curl_resolve:
             c.setopt(pycurl.RESOLVE, self.scope.curl_resolve)
         c.setopt(pycurl.WRITEFUNCTION, t.write)
@@ -162,9 +169,7 @@ class Fetcher:
         t.cap = self.max_body_bytes
         t.over = False
         t.header_lines = []
-        t.response = Response(key=key, url=url, t_start=time.time(), request_headers=[
-            ("Host", host), ("User-Agent", self.user_agent), ("Accept", "text/html,*/*;q=0.5"),
-            ("Accept-Encoding", "identity"), ("X-ABC-Rank", str(self.rank))])
+        t.response = Response(key=key, url=url, t_start=time.time(), request_headers=[("Host", host), *self._req_rest])
         t.curl.setopt(pycurl.URL, url)
         t.curl.setopt(pycurl.TIMEOUT_MS, max(1, int(1000 * (self.timeout if timeout is None else min(timeout, self.timeout)))))
         self._active[t.curl] = t
@@ -231,15 +236,17 @@ class Fetcher:
 
     @staticmethod
     def _parse_headers(r: Response, lines: list[bytes]) -> None:
+        """Status line and ``(name, value)`` pairs from curl's header lines (one per line)."""
         if not lines:
             return
         r.status_line = lines[0].decode("latin-1").strip()
-        for raw in lines[1:]:
-            line = raw.decode("latin-1").rstrip("\r\n")
-            if not line or ":" not in line:
-                continue
-            k, v = line.split(":", 1)
-            r.headers.append((k.strip(), v.strip()))
+        if len(lines) < 2:
+            return
+        append = r.headers.append
+        for line in b"".join(lines[1:]).decode("latin-1").split("\n"):
+            k, sep, v = line.partition(":")
+            if sep:
+                append((k.strip(), v.strip()))
 
     def close(self) -> None:
         for c in list(self._active):

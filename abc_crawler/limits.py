@@ -38,6 +38,8 @@ def trap_reason(url: str, *, max_length: int, max_depth: int, max_repeats: int) 
     q = path.find("?")
     if q >= 0:
         path = path[:q]
+    if path.count("/") <= max_depth and path.count("/") <= max_repeats:
+        return None                     # fewer segments than either limit
     segments = [s for s in path.split("/") if s]
     if len(segments) > max_depth:
         return "path_too_deep"

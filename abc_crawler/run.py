@@ -25,7 +25,7 @@ from .phases import PhaseClock
 from .progress import Progress, format_bytes
 from .scope import Scope, read_seeds
 from .checkpoint import Journal, checkpoint_steps
-from .session import atomic_write_bytes, atomic_write_json, read_json, save_graph
+from .session import atomic_write_bytes, atomic_write_json, npz_bytes, read_json, save_graph
 from .warc import warc_path
 
 __all__ = ["run_crawl"]
@@ -176,16 +176,10 @@ def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, sessio
 
 def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float, session_dir: str,
                    assignment, stopped: str, hostnames, started: str, out, resumes=()) -> None:
-    import io
-
-    import numpy as np
-
     co = crawler.coordinator
     sd = Path(session_dir)
     save_graph(sd, co.graph())
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **co.exchange_arrays())
-    atomic_write_bytes(sd / "exchange.npz", buf.getvalue())
+    atomic_write_bytes(sd / "exchange.npz", npz_bytes(**co.exchange_arrays()))
     graph_stats = {"nodes": co.n_nodes, "edges": len(co.edge_src)}
     if co.kernels is not None:
         ks = co.kernels.close()

@@ -41,6 +41,8 @@ class Scope:
     endpoints: frozenset[str] | None = None
     curl_resolve: list[str] = field(default_factory=list)
     hosts: frozenset[str] | None = None
+    # origin ("scheme://host[:port]") -> in scope; the answer depends on the origin alone
+    _origins: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def from_lines(cls, lines, source: str = "<resolve>") -> "Scope":
@@ -82,10 +84,16 @@ class Scope:
 
     def allows_url(self, url: str) -> bool:
         """True when curl may connect for the canonical http(s) ``url``: its endpoint is listed."""
-        ep = url_endpoint(url)
-        if ep is None:
-            return False
-        return self.endpoints is None or ep in self.endpoints
+        slash = url.find("/", url.find("://") + 3)
+        origin = url if slash < 0 else url[:slash]
+        ok = self._origins.get(origin)
+        if ok is None:
+            ep = url_endpoint(origin)
+            ok = ep is not None and (self.endpoints is None or ep in self.endpoints)
+            if len(self._origins) >= 65_536:
+                self._origins.clear()
+            self._origins[origin] = ok
+        return ok
 
 
 def url_endpoint(url: str) -> str | None:

@@ -141,16 +141,31 @@ class SessionGraph:
 _ARRAY_FIELDS = [f.name for f in fields(SessionGraph) if f.name not in ("ranks", "urls", "extra")]
 
 
+def npz_bytes(**arrays) -> bytes:
+    """A compressed ``.npz`` file (what ``np.load`` reads) as bytes, deflate level 1.
+
+    ``np.savez_compressed`` deflates at zlib's default level 6: on a 20,000-page
+    crawl's graph that is 0.29 CPU-s against 0.05 s at level 1 for 10 % more
+    bytes (mostly incompressible fingerprints), and it runs on rank 0 at the
+    end of every crawl.
+    """
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, a in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
 def save_graph(session_dir: str | os.PathLike, g: SessionGraph) -> None:
     """Write ``graph.npz`` atomically."""
-    import io
-
     blob, off = pack_strings(g.urls)
     arrays = {name: getattr(g, name) for name in _ARRAY_FIELDS}
-    buf = io.BytesIO()
-    np.savez_compressed(buf, format=np.int64(FORMAT_VERSION), ranks=np.int64(g.ranks),
-                        url_blob=blob, url_off=off, **arrays)
-    atomic_write_bytes(Path(session_dir) / "graph.npz", buf.getvalue())
+    data = npz_bytes(format=np.int64(FORMAT_VERSION), ranks=np.int64(g.ranks), url_blob=blob, url_off=off, **arrays)
+    atomic_write_bytes(Path(session_dir) / "graph.npz", data)
 
 
 def load_graph(session_dir: str | os.PathLike) -> SessionGraph:

@@ -3,7 +3,7 @@ import pytest
 
 from abc_crawler.config import CrawlConfig
 from abc_crawler.exceptions import ConfigError, ResolveError, SeedError
-from abc_crawler.scope import Scope, read_seeds
+from abc_crawler.scope import Scope, read_seeds, url_endpoint
 
 
 def test_defaults_and_cli_override(tmp_path):
@@ -62,6 +62,10 @@ def test_scope_is_per_endpoint_not_per_name():
     assert s.allows_url(canonicalize("https://cmake.org:80/x"))          # port 80 is listed: curl connects there
     assert s.allows_url(canonicalize("http://docs.test:8080/"))
     assert not s.allows_url(canonicalize("http://docs.test/")) and not s.allows_url(canonicalize("https://docs.test/"))
+    # answers are cached per origin: asking again, in any order, gives the same answers
+    for u in ["http://cmake.org/y", "https://cmake.org/y", "http://docs.test:8080/z", "http://docs.test/z",
+              "http://cmake.org", "http://cmake.org:8080/"] * 2:
+        assert s.allows_url(u) == (url_endpoint(u) in s.endpoints), u
     f = Fetcher(scope=s, user_agent="t", timeout=1, connect_timeout=1, max_body_bytes=1000)
     try:
         with pytest.raises(ScopeViolation, match="not in the resolve list"):

@@ -23,6 +23,31 @@ def test_trap_reason(url, reason):
     assert trap_reason(url, **KW) == reason
 
 
+def _trap_reference(url, *, max_length, max_depth, max_repeats):
+    """The definition, written plainly: split every path into segments, no shortcut."""
+    from collections import Counter
+    if len(url) > max_length:
+        return "url_too_long"
+    rest = url.split("://", 1)[1]
+    path = rest[rest.index("/"):] if "/" in rest else ""
+    segments = [x for x in path.split("?", 1)[0].split("/") if x]
+    if len(segments) > max_depth:
+        return "path_too_deep"
+    if segments and Counter(segments).most_common(1)[0][1] > max_repeats:
+        return "path_repetition"
+    return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "", "c.html"]), max_size=9),
+       st.sampled_from(["", "?x=/a/a/a/a", "?"]),
+       st.integers(1, 6), st.integers(1, 4))
+def test_trap_reason_matches_the_definition(segments, query, depth, repeats):
+    url = "http://h.test/" + "/".join(segments) + query
+    kw = dict(max_length=60, max_depth=depth, max_repeats=repeats)
+    assert trap_reason(url, **kw) == _trap_reference(url, **kw)
+
+
 def test_retry_delay_honours_retry_after_and_caps():
     assert retry_delay(1, None, 0.5, 60) == 0.5
     assert retry_delay(3, None, 0.5, 60) == 2.0

@@ -1,0 +1,53 @@
+"""The fetcher's header parsing, against the line-by-line definition."""
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from abc_crawler.fetcher import Fetcher, Response
+
+
+def _reference(lines: list[bytes]) -> tuple[str, list[tuple[str, str]]]:
+    """One line at a time: decode, drop the line end, skip lines without a colon, split at the first."""
+    status = lines[0].decode("latin-1").strip()
+    headers = []
+    for raw in lines[1:]:
+        line = raw.decode("latin-1").rstrip("\r\n")
+        if not line or ":" not in line:
+            continue
+        k, v = line.split(":", 1)
+        headers.append((k.strip(), v.strip()))
+    return status, headers
+
+
+_text = st.text(alphabet=st.sampled_from(list("aZ-_ :;\t\r/é\x7f\xff0")), max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(_text, st.sampled_from([":", ": ", "", "::"]), _text), max_size=8),
+       st.sampled_from(["\r\n", "\n"]))
+def test_parse_headers_matches_the_line_by_line_definition(fields, end):
+    # curl hands over one header line per call, each ending in its line end, and a blank line last
+    lines = [b"HTTP/1.1 200 OK\r\n"]
+    for k, sep, v in fields:
+        line = (k + sep + v).replace("\n", "").encode("latin-1", "replace") + end.encode()
+        lines.append(line)
+    lines.append(b"\r\n")
+    r = Response(key=None, url="http://h.test/")
+    Fetcher._parse_headers(r, lines)
+    assert (r.status_line, r.headers) == _reference(lines)
+
+
+def test_parse_headers_plain_response():
+    r = Response(key=None, url="http://h.test/")
+    Fetcher._parse_headers(r, [b"HTTP/1.1 301 Moved\r\n", b"Location: http://h.test/x?a=1:2\r\n",
+                               b"Content-Type:text/html; charset=utf-8\r\n", b"\r\n"])
+    assert r.status_line == "HTTP/1.1 301 Moved"
+    assert r.headers == [("Location", "http://h.test/x?a=1:2"), ("Content-Type", "text/html; charset=utf-8")]
+    assert r.header("location") == "http://h.test/x?a=1:2"
+
+
+def test_header_lookup_is_case_insensitive_first_value_and_follows_new_headers():
+    r = Response(key=None, url="http://h.test/", headers=[("Set-Cookie", "a"), ("set-cookie", "b"), ("X", "1")])
+    assert r.header("SET-COOKIE") == "a" and r.header("x") == "1" and r.header("y") is None
+    r.headers.append(("Y", "2"))
+    assert r.header("y") == "2"

@@ -1,0 +1,48 @@
+"""The session files written at the end of a crawl: .npz writer and graph round trip."""
+from __future__ import annotations
+
+import zipfile
+
+import numpy as np
+
+from abc_crawler.session import SessionGraph, load_graph, npz_bytes, save_graph
+
+
+def test_npz_bytes_round_trips_every_dtype_and_shape(tmp_path):
+    rng = np.random.default_rng(3)
+    arrays = {
+        "scalar": np.int64(7),
+        "fp": rng.integers(0, 2**63, size=5000, dtype=np.uint64),
+        "small": np.array([-1, 0, 5], dtype=np.int16),
+        "empty": np.zeros(0, dtype=np.int32),
+        "matrix": rng.random((17, 3)),
+        "status": np.full(10000, 200, dtype=np.int16),
+        "blob": np.frombuffer(b"http://a.test/x\xc3\xa9", dtype=np.uint8),
+    }
+    p = tmp_path / "x.npz"
+    p.write_bytes(npz_bytes(**arrays))
+    with np.load(p, allow_pickle=False) as z:
+        assert sorted(z.files) == sorted(arrays)
+        for k, a in arrays.items():
+            got = z[k]
+            assert got.dtype == np.asarray(a).dtype and got.shape == np.asarray(a).shape, k
+            assert np.array_equal(got, a), k
+    with zipfile.ZipFile(p) as zf:   # compressed, not stored
+        assert {i.compress_type for i in zf.infolist()} == {zipfile.ZIP_DEFLATED}
+        status = zf.getinfo("status.npy")
+        assert status.compress_size < status.file_size // 20
+
+
+def test_graph_round_trip(tmp_path):
+    urls = ["http://a.test/", "http://a.test/é", "http://b.test:8080/x?y=1"]
+    g = SessionGraph.from_urls(urls, ranks=4)
+    g.url_rank[:] = [0, 3, -1]
+    g.url_status[:] = [200, 404, 0]
+    g.link_src = np.array([0, 0, 1], dtype=np.int32)
+    g.link_dst = np.array([1, 2, 0], dtype=np.int32)
+    save_graph(tmp_path, g)
+    h = load_graph(tmp_path)
+    assert h.ranks == 4 and h.urls == urls
+    for name in ("url_fp", "url_status", "url_rank", "link_src", "link_dst", "edge_src"):
+        assert np.array_equal(getattr(h, name), getattr(g, name)), name
+        assert getattr(h, name).dtype == getattr(g, name).dtype, name
