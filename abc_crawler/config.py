@@ -77,6 +77,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("n_phases", int, 0, "number of phases (0: the number of ranks); must be >= the number of ranks", 0),
     Setting("max_slot_cuts", int, 3, "a request cut at the end of its phase slot this many times in a row fails as slot_too_short (it cannot fit in a slot)", 1),
     Setting("phase_seconds", float, 1.0, "length of a phase time slot", 0.05),
+    Setting("phase_warmup", int, 3, "fast rotation while the frontier fills: the first n-phases slots last phase-seconds/2^W, the next n-phases twice that, ..., then phase-seconds; each rank serves each phase once per length, and a cut in a warm-up slot does not count towards max-slot-cuts; no slot shorter than 50 ms or four guards (0: off)", 0),
     Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),
     Setting("test_clock_skew", str, None, "test hook RANK:SECONDS: shift one rank's clock to check clock alignment"),

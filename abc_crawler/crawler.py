@@ -41,7 +41,7 @@ from .limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, InflateError, inflate, r
 from .ownership import Assignment
 from .parser import charset_of, extract_links
 from .phases import PhaseClock
-from .robots import RobotsCache, robots_url
+from .robots import SHARE_MAX_BYTES, RobotsCache, decode_shared, encode_shared, robots_url
 from .scope import Scope
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 from .warc import RankWarc
@@ -52,6 +52,8 @@ __all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS"]
 STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
                  "volume", "outbox", "errors", "clock_due", "checkpoint_due")
 _S = {name: i for i, name in enumerate(STATUS_FIELDS)}
+#: seconds of the first superstep of a run; each next one twice as long, up to superstep-seconds
+RAMP_FIRST_STEP = 0.05
 
 
 class StopFlag:
@@ -83,6 +85,7 @@ class Batch:
     robots: bool = False          # a robots.txt request is in flight
     current: int | None = None    # URL index in flight
     deadline: float | None = None # shared-clock end of the slot the request in flight belongs to
+    slot_len: float = 0.0         # length of that slot (shorter than phase-seconds: a warm-up slot)
 
 
 @dataclass
@@ -104,6 +107,7 @@ class RankCounters:
     robots_fetches: int = 0
     batches: int = 0
     slot_cuts: int = 0            # requests cut at a slot end and put back
+    warm_cuts: int = 0            # of which at the end of a warm-up slot (not counted towards max-slot-cuts)
     retries: int = 0
     errors: Counter = field(default_factory=Counter)
     links: Counter = field(default_factory=Counter)
@@ -158,11 +162,15 @@ class RankCrawler:
         # hosts that only this rank ever fetches (a part vector keeps every page of them here,
         # and new pages of a known host follow its pages): no slot needed, no other rank to meet
         self._own_hosts: frozenset[str] = assignment.exclusive_hosts(self.rank)
+        # robots.txt answers to send to every rank (page-level assignment: they crawl the host too)
+        self._share_robots = self.size > 1 and not assignment.site_level and cfg.robots
+        self.robots_out: list[tuple[str, int, bytes]] = []
         if use:
             n = cfg.n_phases or self.size
             self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard,
-                                          error=self.clock.error_bound)
+                                          error=self.clock.error_bound, warmup=cfg.phase_warmup)
         self._window: tuple[int, float, float] | None = None
+        self._slot_len = cfg.phase_seconds       # length of the slot of self._window
         # limits and failure state (BUbiNG-style: host state, not exceptions)
         self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL
         self.attempts: dict[int, int] = {}        # URL index -> retries so far
@@ -327,6 +335,12 @@ class RankCrawler:
                 continue
             self._admit_local(url, fp, int(h) if h else 0)
 
+    def receive_robots(self, data: bytes) -> None:
+        """robots.txt answers other ranks fetched: taken for hosts this rank has not asked yet."""
+        now = time.monotonic()
+        for host, status, body in decode_shared(data):
+            self.robots.adopt(host, status, body, now)
+
     # -- fetching ------------------------------------------------------------
     def _may_request(self) -> bool:
         return self.budget is None or self.c.requests < self.budget
@@ -336,10 +350,12 @@ class RankCrawler:
         pc = self.phase_clock
         if pc is None:
             return None
-        w = pc.window(self.clock.shared())
+        now = self.clock.shared()
+        w = pc.window(now)
         if w != self._window:
             old = self._window
             self._window = w
+            self._slot_len = pc.slot_length(now)
             if old is not None:
                 # a new slot: elements still queuing for the old phase give their URLs back
                 own = self._own_hosts
@@ -398,6 +414,7 @@ class RankCrawler:
             self.frontier.finish(b.element, now, 0.0)
             return
         b.deadline = None if limit is None else self.clock.shared() + limit
+        b.slot_len = self._slot_len
         if h.state == "dead" or host in self.dead_hosts:
             kind = "host_unreachable" if host in self.dead_hosts else "robots_unavailable"
             for idx in b.todo:
@@ -438,6 +455,19 @@ class RankCrawler:
         rest = max(self.cfg.politeness_delay, h.crawl_delay)
         self.frontier.finish(b.element, now, rest)
 
+    def _warm_cut(self, host: str, b: Batch) -> bool:
+        """A request cut at the end of a warm-up slot: asked again, not counted towards max-slot-cuts.
+
+        Each rank serves each phase once per warm-up length, so a host is cut in
+        vain at most ``phase_warmup`` times per rank; the next slot it gets is
+        twice as long.
+        """
+        if b.slot_len >= self.cfg.phase_seconds - 1e-9:
+            return False
+        self.c.slot_cuts += 1
+        self.c.warm_cuts += 1
+        return True
+
     def _on_response(self, r: Response, now: float) -> None:
         kind, host = r.key
         b = self.batches[host]
@@ -445,6 +475,10 @@ class RankCrawler:
                and self.clock.shared() >= b.deadline - 0.005 and r.t_end - r.t_start < self.cfg.timeout)
         if kind == "robots":
             b.robots = False
+            if cut and self._warm_cut(host, b):
+                self.robots.get(host).state = "unknown"      # asked again in a longer slot, not counted
+                self._advance(b, now)
+                return
             if cut:                        # the slot ended first: ask again in the host's next slot
                 self.c.slot_cuts += 1
                 self.robots_cuts[host] += 1
@@ -455,6 +489,9 @@ class RankCrawler:
                 self.c.errors["robots_slot_too_short"] += 1   # and on as a timeout (back-off)
             self.robots_cuts.pop(host, None)
             self.robots.on_response(host, r.status if r.error is None else 0, r.body, now)
+            if (self._share_robots and r.error is None and 200 <= r.status < 500
+                    and len(r.body) <= SHARE_MAX_BYTES and host not in self._own_hosts):
+                self.robots_out.append((host, r.status, r.body))
             if r.error is not None:
                 self.c.errors[f"robots_{r.error}"] += 1
             elif r.status >= 500:
@@ -465,6 +502,11 @@ class RankCrawler:
             return
         idx = b.current
         b.current = None
+        if cut and self._warm_cut(host, b):
+            self.c.requests -= 1           # asked again in a longer slot; not counted towards max-slot-cuts
+            self.frontier.release(idx)
+            self._advance(b, now)
+            return
         if cut:
             self.c.slot_cuts += 1
             n = self.cuts[idx] = self.cuts.get(idx, 0) + 1
@@ -682,11 +724,15 @@ class RankCrawler:
         cfg = self.cfg
         if self.resumed_from is None:
             self.add_seeds()
+        steps_run = 0
         while True:
             t_step = time.monotonic()
             self.step_responses = 0
-            # work phase: up to R responses or the superstep's time, or until nothing can progress
-            step_end = t_step + cfg.superstep_seconds
+            # work phase: up to R responses or the superstep's time, or until nothing can progress.
+            # The first supersteps are short (50 ms, doubling): while the frontiers fill, every
+            # link depth waits for an exchange, so the exchange comes often at first.
+            step_end = t_step + min(cfg.superstep_seconds, RAMP_FIRST_STEP * 2 ** steps_run)
+            steps_run += 1
             while (self.step_responses < cfg.superstep_pages and time.monotonic() < step_end
                    and self.can_progress() and not self.stop.set):
                 self.drive(min(0.1, max(0.0, step_end - time.monotonic())))
@@ -698,13 +744,18 @@ class RankCrawler:
                 # so the ranks together never exceed the limit.
                 self.budget = my_requests
             payloads = self._payloads()
-            ex = self.comm.start_superstep(payloads, status, self._take_report())
+            shared = encode_shared(self.robots_out) if self.robots_out else b""
+            self.robots_out = []
+            ex = self.comm.start_superstep(payloads, status, self._take_report(), shared)
             # keep fetching while slower ranks finish their superstep
             self.comm.wait(ex, idle=lambda: self.drive(0.005) if self.can_progress() else None)
             g = ex.status
             for src, data in enumerate(ex.received):
                 if src != self.rank:
                     self.receive(data)
+            for src, data in enumerate(ex.shared_in):
+                if src != self.rank and data:
+                    self.receive_robots(data)
             if self.coordinator is not None:
                 t = time.monotonic() - self.t0
                 if self.journal is not None:
@@ -835,12 +886,13 @@ class RankCrawler:
             "pages_failed": c.pages_failed, "pages_redirected": c.pages_redirected, "nodes": c.nodes,
             "duplicates": c.duplicates, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
             "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
-            "robots_fetches": self.robots.fetches, "batches": c.batches,
+            "robots_fetches": self.robots.fetches, "robots_adopted": self.robots.adopted, "batches": c.batches,
             "urls_per_connection": round(c.requests / self.fetcher.connections, 2) if self.fetcher.connections else 0.0,
-            "idle_phase_s": round(self.idle_phase_s, 3), "slot_cuts": c.slot_cuts, "retries": c.retries,
+            "idle_phase_s": round(self.idle_phase_s, 3), "slot_cuts": c.slot_cuts, "warm_cuts": c.warm_cuts, "retries": c.retries,
             "dead_hosts": sorted(self.dead_hosts),
             "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
             "phases": self.phase_clock.n_phases if self.phase_clock is not None else 0,
+            "phase_warmup": self.phase_clock.warmup if self.phase_clock is not None else 0,
             "connections": self.fetcher.connections, "idle_s": round(self.idle_s, 3),
             "max_rss_kb": ru.ru_maxrss, "errors": dict(c.errors), "links": dict(c.links),
             "out_of_scope_hosts": dict(c.out_of_scope_hosts.most_common(50)),

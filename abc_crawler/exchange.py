@@ -6,10 +6,11 @@ ranks (a rank waiting in a blocking MPICH collective spins at 100 % CPU and
 starves the others when ranks outnumber cores):
 
 1. ``Ialltoall`` of the per-destination byte counts, ``Iallreduce`` of the
-   status vector (work left, pages, stop flags, …) and ``Igather`` of the
-   report sizes to rank 0;
-2. ``Ialltoallv`` of the URL bytes and ``Igatherv`` of the reports (pages and
-   links this rank processed) to rank 0.
+   status vector (work left, pages, stop flags, …), ``Igather`` of the
+   report sizes to rank 0 and ``Iallgather`` of the shared-buffer sizes;
+2. ``Ialltoallv`` of the URL bytes, ``Igatherv`` of the reports (pages and
+   links this rank processed) to rank 0 and ``Iallgatherv`` of the buffers
+   every rank sends to all (robots.txt answers, :mod:`abc_crawler.robots`).
 
 URLs travel as one UTF-8 buffer per destination (``\\n``-terminated lines) in
 NumPy arrays, never as pickled lists. Control messages (settings, the final
@@ -28,7 +29,8 @@ __all__ = ["Communicator", "SuperstepExchange"]
 class SuperstepExchange:
     """One in-flight superstep exchange; drive it with :meth:`test`."""
 
-    def __init__(self, comm: MPI.Comm, payloads: list[bytes], status: np.ndarray, report: bytes):
+    def __init__(self, comm: MPI.Comm, payloads: list[bytes], status: np.ndarray, report: bytes,
+                 shared: bytes = b""):
         self.comm = comm
         k = comm.Get_size()
         if len(payloads) != k:
@@ -41,14 +43,19 @@ class SuperstepExchange:
         self.status_out = np.zeros_like(self.status_in)
         self.report_len = np.array([self.report.size], dtype=np.int64)
         self.report_lens = np.zeros(k, dtype=np.int64) if comm.Get_rank() == 0 else None
+        self.shared = np.frombuffer(shared, dtype=np.uint8) if shared else np.zeros(0, np.uint8)
+        self.shared_len = np.array([self.shared.size], dtype=np.int64)
+        self.shared_lens = np.zeros(k, dtype=np.int64)
         self._reqs = [
             comm.Ialltoall([self.send_counts, MPI.INT64_T], [self.recv_counts, MPI.INT64_T]),
             comm.Iallreduce([self.status_in, MPI.INT64_T], [self.status_out, MPI.INT64_T], op=MPI.SUM),
             comm.Igather([self.report_len, MPI.INT64_T],
                          [self.report_lens, MPI.INT64_T] if self.report_lens is not None else None, root=0),
+            comm.Iallgather([self.shared_len, MPI.INT64_T], [self.shared_lens, MPI.INT64_T]),
         ]
         self._round = 1
         self.received: list[bytes] | None = None
+        self.shared_in: list[bytes] | None = None     # what each rank sent to all
         self.reports: list[bytes] | None = None
         self.t_start = time.monotonic()
         self.t_done = 0.0
@@ -75,6 +82,12 @@ class SuperstepExchange:
             recv = None
         send = self.report if self.report.size else np.zeros(0, np.uint8)
         self._reqs.append(comm.Igatherv([send, MPI.BYTE], recv, root=0))
+        adispl = np.zeros(k, dtype=np.int64)
+        np.cumsum(self.shared_lens[:-1], out=adispl[1:])
+        self._adispl = adispl
+        self._sharedbuf = np.empty(max(1, int(self.shared_lens.sum())), dtype=np.uint8)
+        self._reqs.append(comm.Iallgatherv([self.shared, MPI.BYTE],
+                                           [self._sharedbuf, (self.shared_lens, adispl), MPI.BYTE]))
         self._round = 2
 
     def test(self) -> bool:
@@ -91,6 +104,8 @@ class SuperstepExchange:
         offs = self._rdispl.tolist()
         cnts = self.recv_counts.tolist()
         self.received = [raw[o:o + c] for o, c in zip(offs, cnts)]
+        a = self._sharedbuf.tobytes()
+        self.shared_in = [a[o:o + c] for o, c in zip(self._adispl.tolist(), self.shared_lens.tolist())]
         if self.comm.Get_rank() == 0:
             g = self._gatherbuf.tobytes()
             self.reports = [g[o:o + c] for o, c in zip(self._gdispl.tolist(), self.report_lens.tolist())]
@@ -169,8 +184,9 @@ class Communicator:
         self.barrier()
         return samples
 
-    def start_superstep(self, payloads: list[bytes], status: np.ndarray, report: bytes) -> SuperstepExchange:
-        return SuperstepExchange(self.comm, payloads, status, report)
+    def start_superstep(self, payloads: list[bytes], status: np.ndarray, report: bytes,
+                        shared: bytes = b"") -> SuperstepExchange:
+        return SuperstepExchange(self.comm, payloads, status, report, shared)
 
     def wait(self, ex: SuperstepExchange, idle=None) -> None:
         """Complete ``ex`` without spinning: ``idle()`` does useful work meanwhile (it returns

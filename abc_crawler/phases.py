@@ -19,6 +19,19 @@ the sum of their guards to overlap, and each guard is at least its rank's
 error. If the bound is not known (no sync yet) or too large, the guard is
 capped at 40 % of the slot.
 
+Warm-up. While the frontier fills, a URL found for a host of another phase
+waits about half a rotation (``n_phases`` slots) before its owner may fetch
+it, at every link depth. So the rotation starts fast: counted from an
+``origin`` all ranks agree on, the first ``n_phases`` slots last
+``phase_seconds / 2**warmup``, the next ``n_phases`` twice that, and so on
+until slots reach ``phase_seconds`` (with ``warmup = 3`` and 1 s slots at
+K = 8: 8 slots of 0.125 s, 8 of 0.25 s, 8 of 0.5 s, then 1 s slots; fewer
+halvings when a slot would be shorter than 50 ms or four guard bands). Slot
+numbers keep counting up by one, so the ranks still serve pairwise distinct
+phases in every slot, and every rank serves every phase once at every length:
+a page too slow for the short slots is cut at most ``warmup`` times per rank,
+and those cuts do not count towards ``max_slot_cuts``.
+
 Examples
 --------
 >>> [active_phase(r, slot=3, n_phases=4) for r in range(4)]
@@ -54,28 +67,85 @@ def slot_bounds(slot: int, phase_seconds: float) -> tuple[float, float]:
     return slot * phase_seconds, (slot + 1) * phase_seconds
 
 
+#: shortest warm-up slot, seconds (``phase_warmup`` is lowered until no slot is shorter)
+MIN_WARM_SLOT = 0.05
+
+
 class PhaseClock:
     """Which phase a rank may serve now, and until when (pure, given shared-clock times)."""
 
     def __init__(self, rank: int, ranks: int, n_phases: int, phase_seconds: float, guard: float,
-                 error=None):
+                 error=None, warmup: int = 0, origin: float | None = None):
         if n_phases < ranks:
             raise ValueError(f"phases: n-phases ({n_phases}) must be >= the number of ranks ({ranks})")
+        if warmup < 0:
+            raise ValueError(f"phases: phase-warmup ({warmup}) must be >= 0")
         if not 0 <= 2 * guard < phase_seconds:
             raise ValueError(f"phases: phase-guard ({guard}) must be less than half of phase-seconds ({phase_seconds})")
+        # no warm-up slot shorter than MIN_WARM_SLOT or than four guard bands: fewer halvings instead
+        while warmup > 0 and phase_seconds / 2 ** warmup < max(MIN_WARM_SLOT, 4 * guard):
+            warmup -= 1
         self.rank = rank
         self.n_phases = n_phases
         self.phase_seconds = phase_seconds
         self.min_guard = guard
         self.error = error               # callable: this rank's clock error bound (seconds), or None
+        self.warmup = warmup
+        self.origin: float | None = None
+        self.set_origin(origin)
         self._cache: dict[str, int] = {}
+
+    def set_origin(self, origin: float | None) -> None:
+        """Start the warm-up at shared time ``origin`` (None: no warm-up, regular slots only).
+
+        Before the origin the slots are the regular ones; the one containing the
+        origin ends there (it may be too short to use), and the numbering goes on
+        by one per slot from there, so every rank that knows the origin agrees on
+        every slot.
+        """
+        if origin is None or self.warmup == 0:
+            self.origin = None
+            return
+        self.origin = float(origin)
+        self._base = slot_of(self.origin, self.phase_seconds) + 1
+        self._warm_span = self.n_phases * self.phase_seconds * (1 - 2.0 ** -self.warmup)
+
+    def slot(self, t: float) -> tuple[int, float, float]:
+        """(slot number, start, end) of the slot containing shared time ``t``."""
+        L = self.phase_seconds
+        o = self.origin
+        if o is None or t < o:
+            s = slot_of(t, L)
+            return s, s * L, (s + 1) * L if o is None else min((s + 1) * L, o)
+        n, m = self.n_phases, self.warmup
+        x = t - o
+        if x >= self._warm_span:
+            j = math.floor((x - self._warm_span) / L)
+            a = o + self._warm_span + j * L
+            return self._base + m * n + j, a, a + L
+        # level k (0 .. m-1): n slots of L / 2**(m-k), starting at n * L * (2**(k-m) - 2**-m)
+        k = min(m - 1, int(math.log2(x / (n * L * 2.0 ** -m) + 1)))
+        while k > 0 and x < n * L * (2.0 ** (k - m) - 2.0 ** -m):
+            k -= 1
+        while k < m - 1 and x >= n * L * (2.0 ** (k + 1 - m) - 2.0 ** -m):
+            k += 1
+        lk = L * 2.0 ** (k - m)
+        ck = n * L * (2.0 ** (k - m) - 2.0 ** -m)
+        j = min(n - 1, math.floor((x - ck) / lk))
+        a = o + ck + j * lk
+        return self._base + k * n + j, a, a + lk
+
+    def guard_for(self, length: float) -> float:
+        """Guard band of a slot of ``length`` seconds: the floor, or the clock's error bound when
+        larger, at most 40 % of the slot."""
+        if self.error is None:
+            return self.min_guard
+        return min(max(self.min_guard, self.error()), 0.4 * length)
 
     @property
     def guard(self) -> float:
-        """Guard band now: the floor, or the clock's error bound when larger (≤ 40 % of a slot)."""
-        if self.error is None:
-            return self.min_guard
-        return min(max(self.min_guard, self.error()), 0.4 * self.phase_seconds)
+        """Guard band of a regular slot now."""
+        return self.guard_for(self.phase_seconds)
 
     def phase(self, host: str) -> int:
         p = self._cache.get(host)
@@ -86,19 +156,23 @@ class PhaseClock:
     def window(self, t: float) -> tuple[int, float, float] | None:
         """(active phase, usable start, usable end) of the slot containing shared time ``t``,
         or None when ``t`` is in a guard band."""
-        s = slot_of(t, self.phase_seconds)
-        a, b = slot_bounds(s, self.phase_seconds)
-        g = self.guard
+        s, a, b = self.slot(t)
+        g = self.guard_for(b - a)
         lo, hi = a + g, b - g
         if not lo <= t < hi:
             return None
         return active_phase(self.rank, s, self.n_phases), lo, hi
 
+    def slot_length(self, t: float) -> float:
+        _, a, b = self.slot(t)
+        return b - a
+
     def next_start(self, t: float) -> float:
         """Shared time at which the next usable window begins (after ``t``)."""
-        s = slot_of(t, self.phase_seconds)
-        a, _ = slot_bounds(s, self.phase_seconds)
-        g = self.guard
+        _, a, b = self.slot(t)
+        g = self.guard_for(b - a)
         if t < a + g:
             return a + g
-        return a + self.phase_seconds + g
+        # slots never get shorter, so half the shortest slot past b is inside the next one
+        _, a2, b2 = self.slot(b + 0.5 * self.phase_seconds / 2 ** self.warmup)
+        return a2 + self.guard_for(b2 - a2)

@@ -137,6 +137,8 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     comm.barrier()
     if crawler.phase_clock is not None:
         crawler.sync_clock()
+        # the warm-up of the phase rotation starts now on rank 0's clock, the same for every rank
+        crawler.phase_clock.set_origin(comm.bcast(crawler.clock.shared() if comm.rank == 0 else None))
     if step < 0:
         crawler.t0 = time.monotonic()
     t_wall = time.time() - (time.monotonic() - crawler.t0)
@@ -190,7 +192,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         graph_stats["out_degree_hist"] = ks.get("out_degree_hist")
     per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
         k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "batches", "urls_per_connection",
-                          "connections", "robots_fetches", "duplicates", "slot_cuts", "retries", "phases",
+                          "connections", "robots_fetches", "robots_adopted", "duplicates", "slot_cuts", "warm_cuts", "retries", "phases", "phase_warmup",
                           "clock_offset_s",
                           "clock_rtt_s", "clock_syncs", "max_rss_kb")} for s in summaries]
     errors: dict[str, int] = {}
@@ -234,6 +236,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "overlap_pages": co.overlap_pages,
         "duplicates": total("duplicates"),
         "robots_fetches": total("robots_fetches"),
+        "robots_adopted": total("robots_adopted"),
         "errors": dict(sorted(errors.items())),
         "links": dict(sorted(links.items())),
         "out_of_scope_hosts": dict(sorted(oos.items(), key=lambda kv: -kv[1])[:50]),

@@ -186,3 +186,41 @@ def test_single_pass_equals_xpath_on_the_real_corpus():
         _same(body, "utf-8")
         links += len(extract_links(body).links)
     assert links > 10 * len(files)
+
+
+# -- robots.txt answers shared between ranks -------------------------------------------------
+
+from abc_crawler.robots import decode_shared, encode_shared  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.from_regex(r"[a-z0-9.\-]{1,20}(:[0-9]{1,5})?", fullmatch=True),
+                          st.integers(200, 499), st.binary(max_size=300)), max_size=6))
+def test_shared_robots_round_trip(records):
+    assert decode_shared(encode_shared(records)) == records
+
+
+def test_shared_robots_malformed_buffers_raise():
+    good = encode_shared([("a.test", 200, b"User-agent: *\nDisallow: /x\n")])
+    for bad in (good[:-3], b"a.test\t200\n", b"a.test\t200\tx\nbody", b"no newline at all"):
+        with pytest.raises(ValueError):
+            decode_shared(bad)
+
+
+def test_adopted_answer_is_obeyed_but_never_overrides_an_own_one():
+    rc = RobotsCache("abc-crawler/0.1")
+    body = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
+    assert rc.adopt("a.test", 200, body, now=0.0)
+    assert rc.fetches == 0 and rc.adopted == 1                 # not this rank's request
+    assert not rc.needs_fetch("a.test", now=0.0)
+    assert not rc.allowed("a.test", "http://a.test/private/x") and rc.allowed("a.test", "http://a.test/y")
+    assert rc.get("a.test").crawl_delay == 2.0
+    # this rank's own answer stands: a later shared one for the same host is ignored
+    rc.on_response("b.test", 404, b"", now=0.0)
+    assert not rc.adopt("b.test", 200, b"User-agent: *\nDisallow: /\n", now=0.0)
+    assert rc.allowed("b.test", "http://b.test/anything")
+    # a host in back-off after a 5xx takes a definitive answer from another rank
+    rc.on_response("c.test", 503, b"", now=0.0)
+    assert rc.get("c.test").state == "retry"
+    assert rc.adopt("c.test", 200, b"User-agent: *\nDisallow: /\n", now=0.0)
+    assert rc.get("c.test").state == "ready" and not rc.allowed("c.test", "http://c.test/")

@@ -135,3 +135,68 @@ def test_shared_clock_error_bound():
     c.update(0.25, 0.004)
     b = c.error_bound()
     assert 0.002 <= b < 0.0021                          # RTT/2 plus a little drift
+
+
+def _slots_by_walking(pc, t_end):
+    """The warm-up schedule written out slot by slot: lengths L/2**m (n slots), L/2**(m-1) (n), ..., then L."""
+    L, n, m = pc.phase_seconds, pc.n_phases, pc.warmup
+    s, a = slot_of(pc.origin, L) + 1, pc.origin
+    out = []
+    for k in range(m):
+        for _ in range(n):
+            out.append((s, a, a + L / 2 ** (m - k)))
+            s, a = s + 1, a + L / 2 ** (m - k)
+    while a < t_end:
+        out.append((s, a, a + L))
+        s, a = s + 1, a + L
+    return out
+
+
+@pytest.mark.parametrize("n,m,L", [(8, 3, 1.0), (2, 1, 0.5), (5, 4, 2.0), (3, 2, 1.0)])
+def test_warmup_schedule_matches_the_slot_by_slot_definition(n, m, L):
+    origin = 1_795_300_000.37                           # a realistic epoch time, off the regular grid
+    pc = PhaseClock(rank=0, ranks=n, n_phases=n, phase_seconds=L, guard=0.001, warmup=m, origin=origin)
+    walked = _slots_by_walking(pc, pc.origin + 3 * n * L)
+    rng = random.Random(n * 100 + m)
+    for s, a, b in walked:
+        for t in (a + 1e-6, (a + b) / 2, b - 1e-6, rng.uniform(a, b)):
+            got = pc.slot(t)
+            assert got[0] == s and got[1] == pytest.approx(a) and got[2] == pytest.approx(b)
+    # before the origin: the regular grid; the slot holding the origin ends there, and the count goes on
+    t = origin - 1e-3
+    assert pc.slot(t) == (walked[0][0] - 1, slot_of(t, L) * L, origin)
+    t = origin - 1.3 * L
+    assert pc.slot(t) == (slot_of(t, L), slot_of(t, L) * L, (slot_of(t, L) + 1) * L)
+    # next_start from inside a slot: the next slot's start plus its own guard
+    for (s, a, b), (_, a2, b2) in zip(walked, walked[1:]):
+        assert pc.next_start((a + b) / 2) == pytest.approx(a2 + pc.guard_for(b2 - a2))
+
+
+def test_warmup_keeps_ranks_on_distinct_phases_and_visits_every_phase_at_every_length():
+    ranks, n, m, L = 4, 4, 3, 1.0
+    clocks = [PhaseClock(r, ranks, n, L, 0.002, warmup=m, origin=1000.0) for r in range(ranks)]
+    seen = {r: {} for r in range(ranks)}                 # rank -> slot length -> phases served
+    t = 999.0
+    while t < 1000.0 + 2 * n * L + n * L:
+        ws = [pc.window(t) for pc in clocks]
+        phases = [w[0] for w in ws if w is not None]
+        assert len(phases) == len(set(phases))
+        for r, w in enumerate(ws):
+            if w is not None:
+                seen[r].setdefault(round(clocks[r].slot_length(t), 6), set()).add(w[0])
+        t += 0.00317
+    for r in range(ranks):
+        assert sorted(seen[r]) == [0.125, 0.25, 0.5, 1.0]
+        assert all(v == set(range(n)) for v in seen[r].values())
+
+
+def test_warmup_validation_names_the_setting():
+    # halvings stop before a slot gets shorter than four guards (0.4 s here) or 50 ms
+    assert PhaseClock(0, 2, 2, 1.0, 0.1, warmup=3).warmup == 1
+    assert PhaseClock(0, 2, 2, 1.0, 0.005, warmup=3).warmup == 3
+    assert PhaseClock(0, 2, 2, 0.2, 0.005, warmup=3).warmup == 2
+    assert PhaseClock(0, 2, 2, 0.06, 0.001, warmup=3).warmup == 0
+    with pytest.raises(ValueError, match="phase-warmup"):
+        PhaseClock(0, 2, 2, 1.0, 0.01, warmup=-1)
+    pc = PhaseClock(0, 2, 2, 1.0, 0.01, warmup=3)        # no origin yet: the regular grid
+    assert pc.slot(5.5) == (5, 5.0, 6.0)
