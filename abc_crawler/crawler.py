@@ -379,7 +379,8 @@ class RankCrawler:
         free = self.cfg.concurrency - len(self.batches)
         if free <= 0:
             return
-        for e in self.frontier.ready(now, limit=free):
+        # nothing in flight: an element still filling is sent now rather than after its flush time
+        for e in self.frontier.ready(now, limit=free, eager=not self.batches):
             b = Batch(element=e, host=e.host, todo=list(e.urls))
             self.batches[e.host] = b
             self.c.batches += 1

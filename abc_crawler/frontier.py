@@ -469,8 +469,12 @@ class Frontier:
             if e.state == TIMEWAIT and e.epoch == ep and e.until <= now:
                 self._free(e)
 
-    def ready(self, now: float, limit: int | None = None) -> list[Element]:
-        """QUEUING elements that are full or aged, oldest occupation first; they move to FETCHING."""
+    def ready(self, now: float, limit: int | None = None, eager: bool = False) -> list[Element]:
+        """QUEUING elements that are full or aged, oldest occupation first; they move to FETCHING.
+
+        ``eager``: the caller has nothing in flight, so waiting for an element to fill
+        gains nothing; when fewer than ``limit`` are full or aged, the oldest others go too.
+        """
         fh = self._flush_heap
         ripe = self._ripe
         flush = self.flush_seconds
@@ -481,6 +485,11 @@ class Frontier:
         out = []
         while ripe and (limit is None or len(out) < limit):
             ep, e = heapq.heappop(ripe)
+            if e.state == QUEUING and e.epoch == ep and e.urls:
+                e.state = FETCHING
+                out.append(e)
+        while eager and fh and (limit is None or len(out) < limit):
+            since, ep, e = heapq.heappop(fh)
             if e.state == QUEUING and e.epoch == ep and e.urls:
                 e.state = FETCHING
                 out.append(e)

@@ -57,6 +57,25 @@ def test_partial_element_waits_for_flush_timeout():
     assert [e.host for e in f.ready(0.5)] == ["a.test"]
 
 
+def test_eager_ready_sends_filling_elements_oldest_first_up_to_the_limit():
+    """With nothing in flight the caller asks eagerly: full or aged elements first, then the
+    oldest still filling, never more than the limit; without eager they keep waiting."""
+    f = make(flush_seconds=0.5)
+    add(f, "a.test", 1)
+    f.schedule(0.0)
+    add(f, "b.test", 3)                       # full: ripe at once
+    add(f, "c.test", 2)
+    f.schedule(0.1)
+    add(f, "d.test", 1)
+    f.schedule(0.2)
+    assert [e.host for e in f.ready(0.3)] == ["b.test"]
+    assert f.ready(0.3) == []                 # a, c and d are filling, none aged
+    got = f.ready(0.3, limit=2, eager=True)
+    assert [e.host for e in got] == ["a.test", "c.test"] and all(e.state == FETCHING for e in got)
+    assert [e.host for e in f.ready(0.3, limit=5, eager=True)] == ["d.test"]
+    assert f.ready(0.3, eager=True) == []
+
+
 def test_one_element_per_host_and_batch_limit():
     f = make(batch_urls=2)
     idx = add(f, "a.test", 5)
