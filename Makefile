@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.abc-installed
 # only some ranks hangs forever.
 MPI_TIMEOUT ?= 300
 
-.PHONY: all venv test test-unit test-mpi demo clean
+.PHONY: all venv test test-unit test-mpi demo bench-setup clean
 
 all: test
 
@@ -32,6 +32,13 @@ test-unit: $(STAMP)
 
 demo: $(STAMP)
 	PATH=$(abspath $(BIN)):$$PATH $(PY) -m abc_crawler.demo
+
+# What the scripts under bench/ need beyond the project: nginx on loopback (Debian's
+# nginx-light), Scrapy for P1 and py-spy for the profiles. The documentation packages of
+# the real corpus are installed by bench/corpus.py when a script first needs them.
+bench-setup: $(STAMP)
+	command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq nginx-light; }
+	$(PY) -m pip install -q "scrapy>=2.11" "py-spy>=0.3"
 
 clean:
 	rm -rf build *.egg-info demo kernels/*.c kernels/*.so

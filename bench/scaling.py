@@ -1,6 +1,6 @@
 """P3: scaling with the number of ranks when every request takes 20 ms longer (I/O-bound crawl).
 
-    .venv/bin/python bench/scaling.py [--ranks 1 2 4 8] [--concurrency 2] [--latency 0.02] [--runs 3]
+    .venv/bin/python bench/scaling.py [--ranks 1 2 4 8] [--concurrency 2] [--latency 0.02] [--runs 5]
                                      [--time-limit 40] [--assign hash] [--server testweb|nginx]
                                      [--hosts 400] [--pages 50000] [--out bench/results/scaling.json]
 
@@ -97,7 +97,7 @@ def main() -> int:
     ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4, 8])
     ap.add_argument("--concurrency", type=int, default=2, help="hosts in flight per rank (the same for every K)")
     ap.add_argument("--latency", type=float, default=0.02)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--time-limit", type=float, default=40.0)
     ap.add_argument("--warmup", type=float, default=10.0, help="seconds left out of the steady-state rate")
     ap.add_argument("--assign", nargs="+", default=["hash"], help="assignments to run (hash, site-hash)")

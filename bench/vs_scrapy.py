@@ -1,6 +1,6 @@
 """P1: abc-crawl (1 and 8 ranks) against a Scrapy spider on the same nginx: pages per CPU-second and pages/s.
 
-    .venv/bin/python bench/vs_scrapy.py [--web synthetic|corpus|both] [--runs 3] [--hosts 400] [--pages 20000]
+    .venv/bin/python bench/vs_scrapy.py [--web synthetic|corpus|both] [--runs 5] [--hosts 400] [--pages 20000]
                                        [--delay 0] [--stats] [--profile] [--out bench/results/vs_scrapy.json]
 
 Webs: ``synthetic`` = ``abc-testweb generate --hosts 400 --pages 20000 --seed 1``
@@ -34,8 +34,8 @@ Python frames, idle samples excluded) per web, writes the speedscope file to
 bench/results/profile-<web>.speedscope.json and prints the top costs
 (self and inclusive time per function, and time per crawler stage).
 
-A default run (synthetic, 3 rounds) takes about 15 minutes on the 2-core
-machine: Scrapy's three crawls are 3/4 of it.
+A default run (synthetic, 5 rounds) takes about 12–25 minutes on the 2-core
+machine: Scrapy's five crawls are 3/4 of it.
 """
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def print_profile(label: str, s: dict) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--web", choices=["synthetic", "corpus", "both"], default="synthetic")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--hosts", type=int, default=400)
     ap.add_argument("--pages", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
