@@ -80,7 +80,21 @@ class Response:
         return ct.split(";", 1)[0].strip().lower()
 
 
+#: libcurl 8.4.0 and later stop a transfer whose body passes ``MAXFILESIZE`` while it streams
+#: (``CURLE_FILESIZE_EXCEEDED``), not only by the declared Content-Length
+_CURL_CAPS_STREAMS = pycurl.version_info()[2] >= 0x080400
+
+
 class _Transfer:
+    """One easy handle and the response it is receiving.
+
+    Body chunks and header lines are appended by libcurl straight into two lists that live
+    as long as the handle (``list.append`` as the callbacks: no Python frame per chunk or per
+    header line); :meth:`Fetcher._finish` takes them and clears the lists for the next request.
+    With a libcurl older than 8.4.0, which caps only by the declared length, :meth:`write`
+    counts the body and aborts it at the cap.
+    """
+
     __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over")
 
     def __init__(self, curl: pycurl.Curl):
@@ -99,11 +113,6 @@ class _Transfer:
             return 0                      # abort: CURLE_WRITE_ERROR
         self.chunks.append(data)
         return None
-
-    def header(self, line: bytes):
-        if line.startswith(b"HTTP/"):
-            self.header_lines = []        # a new response (after 1xx)
-        self.header_lines.append(line)
 
 
 class Fetcher:
@@ -152,8 +161,8 @@ class Fetcher:
         c.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in self._req_rest[1:]])
         if self.scope.curl_resolve:
             c.setopt(pycurl.RESOLVE, self.scope.curl_resolve)
-        c.setopt(pycurl.WRITEFUNCTION, t.write)
-        c.setopt(pycurl.HEADERFUNCTION, t.header)
+        c.setopt(pycurl.WRITEFUNCTION, t.chunks.append if _CURL_CAPS_STREAMS else t.write)
+        c.setopt(pycurl.HEADERFUNCTION, t.header_lines.append)
         return t
 
     def submit(self, key: Any, url: str, timeout: float | None = None) -> None:
@@ -164,11 +173,9 @@ class Fetcher:
         if not self.scope.allows_url(url):
             raise ScopeViolation(f"refusing {url!r}: its host and port are not in the resolve list")
         t = self._handle()
-        t.chunks = []
         t.size = 0
         t.cap = self.max_body_bytes
         t.over = False
-        t.header_lines = []
         t.response = Response(key=key, url=url, t_start=time.time(), request_headers=[("Host", host), *self._req_rest])
         t.curl.setopt(pycurl.URL, url)
         t.curl.setopt(pycurl.TIMEOUT_MS, max(1, int(1000 * (self.timeout if timeout is None else min(timeout, self.timeout)))))
@@ -228,17 +235,27 @@ class Fetcher:
         else:
             r.error = "body_too_large" if t.over else _CURL_ERRORS.get(errno, f"curl_{errno}")
             r.error_detail = errmsg
-        t.chunks = []
-        t.header_lines = []
+        t.chunks.clear()
+        t.header_lines.clear()
         t.response = None
         self._pool.append(t)
         return r
 
     @staticmethod
     def _parse_headers(r: Response, lines: list[bytes]) -> None:
-        """Status line and ``(name, value)`` pairs from curl's header lines (one per line)."""
+        """Status line and ``(name, value)`` pairs from curl's header lines (one per line).
+
+        After an interim ``1xx`` response curl hands over the final response's lines after
+        the interim ones: the last status line (``HTTP/...``) starts the final response.
+        """
         if not lines:
             return
+        code = lines[0].split(None, 2)[1:2]
+        if code and code[0][:1] == b"1":                   # interim response(s) first: rare
+            for i in range(len(lines) - 1, 0, -1):
+                if lines[i].startswith(b"HTTP/"):
+                    lines = lines[i:]
+                    break
         r.status_line = lines[0].decode("latin-1").strip()
         if len(lines) < 2:
             return

@@ -51,3 +51,14 @@ def test_header_lookup_is_case_insensitive_first_value_and_follows_new_headers()
     assert r.header("SET-COOKIE") == "a" and r.header("x") == "1" and r.header("y") is None
     r.headers.append(("Y", "2"))
     assert r.header("y") == "2"
+
+
+def test_parse_headers_skips_interim_responses():
+    # curl hands over the lines of a 100 Continue (or 103 Early Hints) before the final response's
+    r = Response(key=None, url="http://h.test/")
+    Fetcher._parse_headers(r, [b"HTTP/1.1 100 Continue\r\n", b"\r\n", b"HTTP/1.1 103 Early Hints\r\n",
+                               b"Link: </s.css>\r\n", b"\r\n", b"HTTP/1.1 200 OK\r\n", b"X: 1\r\n", b"\r\n"])
+    assert r.status_line == "HTTP/1.1 200 OK" and r.headers == [("X", "1")]
+    r = Response(key=None, url="http://h.test/")
+    Fetcher._parse_headers(r, [b"HTTP/1.1 200 OK\r\n", b"Via: HTTP/1.1 proxy\r\n", b"\r\n"])
+    assert r.status_line == "HTTP/1.1 200 OK" and r.headers == [("Via", "HTTP/1.1 proxy")]

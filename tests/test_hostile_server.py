@@ -517,6 +517,44 @@ def test_big_bodies_stream_with_backpressure(hweb, hsrv):
     assert rows and rows[-1]["bytes"] < 40 * MiB
 
 
+def _fetch_all(f, urls, seconds=30.0):
+    """Submit ``urls`` one after the other on one Fetcher; their Responses (bounded in time)."""
+    out = []
+    deadline = time.monotonic() + seconds
+    for u in urls:
+        f.submit(u, u)
+        got = []
+        while not got and time.monotonic() < deadline:
+            got = f.poll(0.05)
+        assert got, f"no response for {u} in {seconds} s"
+        out.extend(got)
+    return out
+
+
+def test_fetcher_cuts_bodies_over_its_cap_and_reuses_the_handle_cleanly(hweb, hsrv):
+    from abc_crawler.fetcher import Fetcher
+    from abc_crawler.scope import Scope
+
+    d, m = hweb
+    f = Fetcher(scope=Scope.from_lines(m["resolve"]), user_agent="abc-crawler/test", timeout=20,
+                connect_timeout=5, max_body_bytes=10 * MiB, max_connections=1)
+    try:
+        small = url(m, "big_body", "/robots.txt")
+        rs = _fetch_all(f, [url(m, "big_body", "/"), small, url(m, "big_body", "/unsized.html"), small])
+    finally:
+        f.close()
+    sized, after_sized, unsized, after_unsized = rs
+    # refused by the declared length, and cut while streaming a body of unknown length
+    assert sized.error == "body_too_large" and sized.body == b""
+    assert unsized.error == "body_too_large" and unsized.body == b""
+    # the handle that carried them comes back with nothing of the aborted transfer in it
+    for r in (after_sized, after_unsized):
+        assert r.error is None and r.status in (200, 404)
+        assert r.status_line.startswith("HTTP/1.1 ") and len(r.body) < MiB
+        assert int(r.header("Content-Length")) == len(r.body)
+    assert after_sized.body == after_unsized.body and after_sized.headers[0] == after_unsized.headers[0]
+
+
 # ----------------------------------------------------------------------------- content
 
 def test_content_type_and_charset_pages(hweb, hsrv):
