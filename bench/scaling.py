@@ -2,10 +2,18 @@
 
     .venv/bin/python bench/scaling.py [--ranks 1 2 4 8] [--concurrency 2] [--latency 0.02] [--runs 5]
                                      [--time-limit 40] [--assign hash] [--server testweb|nginx]
-                                     [--hosts 400] [--pages 50000] [--out bench/results/scaling.json]
+                                     [--hosts 400] [--pages 200000] [--out bench/results/scaling.json]
 
-One generated web (default 400 hosts, 50,000 pages: no run exhausts it within
-the time limit), served with ``--latency`` seconds added to every response:
+One generated web (default 400 hosts, 200,000 pages), served with ``--latency``
+seconds added to every response. The web must stay wide for the whole run: the
+measure is how ranks scale while the network is the bottleneck, not how a
+finite web runs dry. On the earlier default of 50,000 pages the 8-rank crawl
+had fetched 23,396 of the 40,180 URLs it knew by 40 s, and the rest sat on few
+hosts (median 7 per host, 69 % on the 10 largest): after about 30 s the ranks
+whose phase held none of the big hosts idled and 8 ranks fell from 650-670 to
+~500 pages/s (session 5). Each run prints its pages/s per 10 s and how thin
+its frontier was at the end (known URLs left, on how many hosts), so a web
+that runs thin shows. Served:
 
 * ``--server testweb`` (default): ``abc-testweb serve --latency 0.02`` — the
   embedded asyncio server holds each response back (``call_later``) without
@@ -26,8 +34,9 @@ On 2 cores the goal can only be reached while the crawl stays I/O-bound: K
 ranks need K × (pages/s of one rank) / (pages per CPU-second) cores. With the
 default C = 2 one rank asks for at most C / latency = 100 pages/s, and eight
 for 800 pages/s, about 1.2 cores at ~700 pages per CPU-second; the script
-prints that CPU demand beside the speed-up. A default run takes about 11
-minutes (22 with ``--assign hash site-hash``).
+prints that CPU demand beside the speed-up. A default run takes about 16
+minutes (32 with ``--assign hash site-hash``), plus about 2 minutes once to
+generate the web (1.9 GB under ``$ABC_BENCH_DATA``, default /var/tmp/abc-bench).
 """
 from __future__ import annotations
 
@@ -92,6 +101,39 @@ def steady_rate(session_stats: dict, exchange: Path, warmup: float) -> float | N
     return float(pages[a + 1:b + 1].sum() / (t[b] - t[a])) if t[b] > t[a] else None
 
 
+def window_rates(exchange: Path, width: float, limit: float) -> list[float]:
+    """Pages/s of all ranks in consecutive windows of ``width`` seconds of crawl time (from the
+    superstep times and counts: cumulative pages at the first superstep at or after each edge)."""
+    with np.load(exchange) as z:
+        t, pages = z["step_t"], np.cumsum(z["step_pages"].sum(axis=1))
+    out = []
+    edges = np.arange(0.0, limit + 1e-9, width)
+    for a, b in zip(edges[:-1], edges[1:]):
+        ia, ib = np.searchsorted(t, a), min(np.searchsorted(t, b), len(t) - 1)
+        if ib <= ia:
+            out.append(0.0)
+            continue
+        before = pages[ia - 1] if ia > 0 else 0
+        out.append(float((pages[ib] - before) / (t[ib] - (t[ia - 1] if ia > 0 else 0.0))))
+    return out
+
+
+def pending_hosts(session: Path) -> dict:
+    """Known but unfetched URLs at the end, by host: how thin the frontier had become."""
+    from collections import Counter
+
+    from abc_crawler.session import load_graph
+    from abc_crawler.urls import host_of
+
+    g = load_graph(session)
+    pend = Counter(host_of(u) for u, r in zip(g.urls, g.url_rank.tolist()) if u and r < 0)
+    n = sum(pend.values())
+    top = sum(c for _, c in pend.most_common(10))
+    return {"known": len(g.urls), "fetched": int((g.url_rank >= 0).sum()), "pending": n,
+            "hosts_with_pending": len(pend), "median_pending_per_host": float(np.median(list(pend.values()))) if pend else 0.0,
+            "top10_hosts_share": top / n if n else 0.0}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -103,7 +145,7 @@ def main() -> int:
     ap.add_argument("--assign", nargs="+", default=["hash"], help="assignments to run (hash, site-hash)")
     ap.add_argument("--server", choices=["testweb", "nginx"], default="testweb")
     ap.add_argument("--hosts", type=int, default=400)
-    ap.add_argument("--pages", type=int, default=50000)
+    ap.add_argument("--pages", type=int, default=200000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port", type=int, default=18082)
     ap.add_argument("--extra", default="", help="more abc-crawl flags, space-separated")
@@ -133,12 +175,19 @@ def main() -> int:
                     row["rank_cpu_s"] = row["crawl_cpu_s"]
                     row["cores_used"] = (row["cpu_s"] + row["server_cpu_s"]) / row["wall_s"]
                     row["idle_phase_s_mean"] = float(np.mean(row["idle_phase_s"]))
+                    row["window_pages_per_s"] = window_rates(session / "exchange.npz", 10.0, a.time_limit)
+                    row["end_frontier"] = pending_hosts(session)
                     shutil.rmtree(session, ignore_errors=True)
                     raw[f"{assign}/{k}"].append(row)
                     print(f"[run {run + 1}/{a.runs}] {assign:9s} K={k}  {row['pages']:6d} pages in {row['crawl_wall_s']:5.1f} s"
                           f"  {row['crawl_pages_per_s']:7.1f} pages/s (steady {row['steady_pages_per_s'] or 0:7.1f})"
                           f"  CPU ranks {row['crawl_cpu_s']:5.1f} s, all {row['cpu_s']:5.1f} s, server {row['server_cpu_s']:4.1f} s"
                           f"  idle-phase {row['idle_phase_s_mean']:4.1f} s/rank", flush=True)
+                    ef = row["end_frontier"]
+                    print(f"        pages/s per 10 s: {' '.join(f'{x:6.1f}' for x in row['window_pages_per_s'])};"
+                          f" at the end {ef['fetched']} of {ef['known']} known URLs fetched, {ef['pending']} pending on"
+                          f" {ef['hosts_with_pending']} hosts (median {ef['median_pending_per_host']:.0f},"
+                          f" top 10 hosts {100 * ef['top10_hosts_share']:.0f} %)", flush=True)
             prof = None
             if a.profile:
                 import vs_scrapy
