@@ -54,6 +54,7 @@ class Response:
     status: int = 0                 # 0 when no HTTP response was received
     status_line: str = ""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    raw_head: bytes = b""           # the status line and header lines as received, blank line included
     body: bytes = b""
     error: str | None = None        # error kind, e.g. "timeout"; None on a response
     error_detail: str = ""
@@ -243,10 +244,13 @@ class Fetcher:
 
     @staticmethod
     def _parse_headers(r: Response, lines: list[bytes]) -> None:
-        """Status line and ``(name, value)`` pairs from curl's header lines (one per line).
+        """Status line, ``(name, value)`` pairs and the raw head from curl's header lines (one per line).
 
         After an interim ``1xx`` response curl hands over the final response's lines after
         the interim ones: the last status line (``HTTP/...``) starts the final response.
+        ``raw_head`` is that response's head as received, up to and including its blank line
+        (trailers of a chunked body, which curl passes after it, are not part of it; they are
+        parsed as headers all the same); it stays empty when no blank line came.
         """
         if not lines:
             return
@@ -256,11 +260,21 @@ class Fetcher:
                 if lines[i].startswith(b"HTTP/"):
                     lines = lines[i:]
                     break
+        raw = b"".join(lines)
+        last = lines[-1]
+        if (last == b"\r\n" or last == b"\n") and lines.count(b"\r\n") + lines.count(b"\n") == 1:
+            r.raw_head = raw                               # the usual case: one blank line, at the end
+        else:
+            for i in range(1, len(lines)):
+                if lines[i] == b"\r\n" or lines[i] == b"\n":
+                    r.raw_head = b"".join(lines[:i + 1])
+                    break
+        first = len(lines[0])
         r.status_line = lines[0].decode("latin-1").strip()
-        if len(lines) < 2:
+        if len(raw) == first:
             return
         append = r.headers.append
-        for line in b"".join(lines[1:]).decode("latin-1").split("\n"):
+        for line in raw[first:].decode("latin-1").split("\n"):
             k, sep, v = line.partition(":")
             if sep:
                 append((k.strip(), v.strip()))

@@ -30,6 +30,11 @@ deflate; everything else is kept to a few C calls (``bench/warc_micro.py``,
   ``urn:uuid`` version-4 ids without ``os.urandom`` per record;
 - each record header is one f-string encoded once, and the body is copied
   once (into the record) before it is compressed.
+
+The HTTP head in a response or revisit record is the one received, byte for
+byte (``Response.raw_head``: status line, header lines, blank line); a
+response without one (built in code, or whose head had no blank line) gets a
+head rebuilt from its status line and parsed headers.
 """
 from __future__ import annotations
 
@@ -241,8 +246,10 @@ class RankWarc:
             f"WARC-Block-Digest: sha1:{_b32(_sha1(req_block).digest())}\r\n"
             f"Content-Length: {len(req_block)}\r\n\r\n".encode("utf-8"),
             req_block, b"\r\n\r\n"))
-        status_line = r.status_line or f"HTTP/1.1 {r.status}"
-        http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
+        http_head = r.raw_head          # the head as received; rebuilt from the parsed fields if there is none
+        if not http_head:
+            status_line = r.status_line or f"HTTP/1.1 {r.status}"
+            http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
         block_sha1 = _sha1(http_head)
         if first is None:
             self._seen[digest] = (url, date)

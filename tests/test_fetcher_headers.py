@@ -35,6 +35,9 @@ def test_parse_headers_matches_the_line_by_line_definition(fields, end):
     r = Response(key=None, url="http://h.test/")
     Fetcher._parse_headers(r, lines)
     assert (r.status_line, r.headers) == _reference(lines)
+    # the raw head: every line up to the first blank one (a value of "\r" makes a line look blank)
+    blank = next(i for i, line in enumerate(lines) if i > 0 and line in (b"\r\n", b"\n"))
+    assert r.raw_head == b"".join(lines[:blank + 1])
 
 
 def test_parse_headers_plain_response():
@@ -62,3 +65,21 @@ def test_parse_headers_skips_interim_responses():
     r = Response(key=None, url="http://h.test/")
     Fetcher._parse_headers(r, [b"HTTP/1.1 200 OK\r\n", b"Via: HTTP/1.1 proxy\r\n", b"\r\n"])
     assert r.status_line == "HTTP/1.1 200 OK" and r.headers == [("Via", "HTTP/1.1 proxy")]
+
+
+def test_raw_head_is_the_final_head_as_received():
+    lines = [b"HTTP/1.1 100 Continue\r\n", b"\r\n", b"HTTP/1.1 200 OK\r\n", b"content-type:text/html\r\n",
+             b"X-Odd:   two  spaces \r\n", b"\r\n"]
+    r = Response(key=None, url="http://h.test/")
+    Fetcher._parse_headers(r, lines)
+    assert r.raw_head == b"HTTP/1.1 200 OK\r\ncontent-type:text/html\r\nX-Odd:   two  spaces \r\n\r\n"
+    assert r.headers == [("content-type", "text/html"), ("X-Odd", "two  spaces")]
+    # trailers of a chunked body come after the blank line: parsed, but not part of the head
+    r = Response(key=None, url="http://h.test/")
+    Fetcher._parse_headers(r, [b"HTTP/1.1 200 OK\n", b"Transfer-Encoding: chunked\n", b"\n", b"X-Trailer: 1\r\n", b"\r\n"])
+    assert r.raw_head == b"HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n"
+    assert r.headers == [("Transfer-Encoding", "chunked"), ("X-Trailer", "1")]
+    # a head cut off before its blank line has no raw head (the WARC writer rebuilds one)
+    r = Response(key=None, url="http://h.test/")
+    Fetcher._parse_headers(r, [b"HTTP/1.1 200 OK\r\n", b"X: 1\r\n"])
+    assert r.raw_head == b"" and r.headers == [("X", "1")]

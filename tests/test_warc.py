@@ -249,3 +249,28 @@ def test_checkpoint_offsets_fall_on_member_boundaries(tmp_path):
     assert offsets[-1] == len(data)
     for i, off in enumerate(offsets):
         assert len(_members(data[:off])) == 1 + 2 * (i + 1)
+
+
+def test_response_records_keep_the_head_as_received(tmp_path):
+    body = b"<html><body><p>as received</p></body></html>"
+    head = b"HTTP/1.1 200 OK\r\ncontent-type:text/html\r\nX-Odd:   two  spaces \r\nContent-Length: %d\r\n\r\n" % len(body)
+    r = _resp("http://h.test/a.html", body)
+    r.raw_head = head
+    again = _resp("http://h.test/b.html", body)          # the same payload: a revisit, with its own head
+    again.raw_head = head.replace(b"X-Odd", b"X-Other")
+    w = RankWarc(tmp_path, 3)
+    assert w.write(r) is False and w.write(again) is True
+    w.close()
+    with open(tmp_path / "warc" / "rank-00003.warc.gz", "rb") as fh:     # valid, digests included
+        heads = [rec.http_headers.get_header("X-Odd") for rec in ArchiveIterator(fh, check_digests="raise")
+                 if rec.rec_type in ("response", "revisit")]
+    assert heads == ["two  spaces", None]
+    blocks = {}
+    for m in _members((tmp_path / "warc" / "rank-00003.warc.gz").read_bytes()):
+        warc_head, _, block = m.partition(b"\r\n\r\n")
+        for kind in (b"response", b"revisit"):
+            if b"\r\nWARC-Type: " + kind + b"\r\n" in warc_head:
+                uri = warc_head.split(b"WARC-Target-URI: ", 1)[1].split(b"\r\n", 1)[0].decode()
+                blocks[uri] = (kind.decode(), block)
+    assert blocks["http://h.test/a.html"] == ("response", head + body + b"\r\n\r\n")
+    assert blocks["http://h.test/b.html"] == ("revisit", again.raw_head + b"\r\n\r\n")
