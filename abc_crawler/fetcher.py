@@ -261,14 +261,10 @@ class Fetcher:
                     lines = lines[i:]
                     break
         raw = b"".join(lines)
-        last = lines[-1]
-        if (last == b"\r\n" or last == b"\n") and lines.count(b"\r\n") + lines.count(b"\n") == 1:
-            r.raw_head = raw                               # the usual case: one blank line, at the end
-        else:
-            for i in range(1, len(lines)):
-                if lines[i] == b"\r\n" or lines[i] == b"\n":
-                    r.raw_head = b"".join(lines[:i + 1])
-                    break
+        for i in range(1, len(lines)):                     # the head ends at the first blank line
+            if lines[i] == b"\r\n" or lines[i] == b"\n":
+                r.raw_head = raw if i == len(lines) - 1 else b"".join(lines[:i + 1])
+                break
         first = len(lines[0])
         r.status_line = lines[0].decode("latin-1").strip()
         if len(raw) == first:

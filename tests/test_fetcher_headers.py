@@ -83,3 +83,14 @@ def test_raw_head_is_the_final_head_as_received():
     r = Response(key=None, url="http://h.test/")
     Fetcher._parse_headers(r, [b"HTTP/1.1 200 OK\r\n", b"X: 1\r\n"])
     assert r.raw_head == b"" and r.headers == [("X", "1")]
+
+
+def test_counting_write_callback_aborts_at_the_cap():
+    # the write callback used with a libcurl older than 8.4.0, which caps only by Content-Length
+    from abc_crawler.fetcher import _Transfer
+
+    t = _Transfer(curl=None)
+    t.cap = 10
+    assert t.write(b"12345") is None and t.write(b"67890") is None and not t.over
+    assert t.write(b"x") == 0 and t.over           # 0: curl aborts the transfer (CURLE_WRITE_ERROR)
+    assert t.chunks == [b"12345", b"67890"]
