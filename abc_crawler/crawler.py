@@ -181,7 +181,7 @@ class RankCrawler:
         self.host_admitted: Counter = Counter()
         k = 1 if assignment.site_level else self.size
         self.host_cap = -(-cfg.max_pages_per_host // k)
-        self._link_cache: dict[str | tuple[str, str], tuple[str | None, str | None]] = {}
+        self._link_cache: dict[str | tuple[str, str], tuple] = {}   # see _targets
         self.session_dir = session_dir
         self.journal: Journal | None = None       # rank 0: every superstep's reports
         self._last_ckpt = time.monotonic()
@@ -201,6 +201,12 @@ class RankCrawler:
     # -- classification ------------------------------------------------------
     def _links_of(self, page_url: str, base: str | None, hrefs: list[str]) -> list[str]:
         """Canonical, in-scope http(s) targets of ``hrefs`` (distinct, in page order)."""
+        return [t[0] for t in self._targets(page_url, base, hrefs)]
+
+    def _targets(self, page_url: str, base: str | None, hrefs: list[str]) -> list[tuple[str, int, int, int]]:
+        """The links of a page to follow, as ``(canonical URL, fingerprint, owner rank, wire bytes)``
+        (distinct, in page order; wire bytes: what sending the URL to its owner costs, 0 if it is
+        this rank's); links not followed are counted by reason."""
         links = self.c.links
         try:
             base_url = canonicalize(base, page_url) if base else page_url
@@ -212,103 +218,114 @@ class RankCrawler:
         if len(hrefs) > cfg.max_links_per_page:
             links["over_page_limit"] += len(hrefs) - cfg.max_links_per_page
             hrefs = hrefs[:cfg.max_links_per_page]
-        out: dict[str, None] = {}
-        # A relative reference resolves the same against every page of one directory, so
-        # decisions are cached per (base directory, href); references that depend on the
-        # base's own path or query ("", "?q", "#f") are not cached.
-        # An absolute "http(s)://..." reference does not depend on the base at all: it is
-        # cached by itself, so a link to a popular page is decided once per rank.
-        # A root-relative "/path" reference depends only on the base's origin.
+        out: dict[int, tuple] = {}
+        # Decisions are cached, with everything a followed link needs later (fingerprint, owner,
+        # wire bytes), under a key that names what the decision depends on:
+        # - an absolute "http(s)://..." reference: nothing else (its scheme lower-cased);
+        # - a root-relative "/path" reference: the base's origin;
+        # - a scheme-relative "//host/path" reference: the base's scheme;
+        # - any other relative reference: the base's directory.
+        # The fragment is left out of the key (canonical URLs have none). References that
+        # depend on the base's own path or query ("", "?q", "#f") are not cached.
         nq = base_url.find("?")
         base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
-        slash = base_url.find("/", base_url.find("://") + 3)
+        colon = base_url.find("://")
+        scheme = base_url[:colon + 1]
+        slash = base_url.find("/", colon + 3)
         origin = base_url if slash < 0 else base_url[:slash]
         cache = self._link_cache
         oos = self.c.out_of_scope_hosts
         for href in hrefs:
             key = None
             if href and href[0] not in "?# \t\n\r":
-                h7 = href[:8].lower()
-                if h7.startswith("http://") or h7 == "https://":
-                    key = href
-                elif href[0] == "/" and href[1:2] not in ("/", "\\"):
-                    key = (origin, href)
+                cut = href.find("#")
+                k = href if cut < 0 else href[:cut]
+                h8 = k[:8].lower()
+                if h8.startswith("http://") or h8 == "https://":
+                    key = h8 + k[8:]
+                elif k[0] == "/":
+                    key = (scheme, k) if k[1:2] in ("/", "\\") else (origin, k)
                 else:
-                    key = (base_dir, href)
+                    key = (base_dir, k)
                 hit = cache.get(key)
                 if hit is not None:
-                    kind, val = hit
-                    if kind is None:
-                        out[val] = None
+                    if hit[0] is not None:
+                        out[hit[1]] = hit
                     else:
-                        links[kind] += 1
-                        if kind == "out_of_scope":
-                            oos[val] += 1
+                        links[hit[1]] += 1
+                        if hit[1] == "out_of_scope":
+                            oos[hit[2]] += 1
                     continue
-            kind, val = self._classify(href, base_url)
-            if kind is None:
-                out[val] = None
+            hit = self._classify(href, base_url)
+            if hit[0] is not None:
+                out[hit[1]] = hit
             else:
-                links[kind] += 1
-                if kind == "out_of_scope":
-                    oos[val] += 1
+                links[hit[1]] += 1
+                if hit[1] == "out_of_scope":
+                    oos[hit[2]] += 1
             if key is not None:
                 if len(cache) >= 262_144:
                     cache.clear()
-                cache[key] = (kind, val)
-        return list(out)
+                cache[key] = hit
+        return list(out.values())
 
-    def _classify(self, href: str, base_url: str) -> tuple[str | None, str | None]:
-        """(None, canonical URL) for a link to follow, else (reason, detail)."""
+    def _target(self, url: str) -> tuple[str, int, int, int]:
+        """``(url, fingerprint, owner rank, wire bytes)`` of a canonical URL (see :meth:`_targets`)."""
+        fp = fingerprint(url)
+        r = self.assign.owner(url, fp)
+        return url, fp, r, (0 if r == self.rank else len(url.encode()) + 1)
+
+    def _classify(self, href: str, base_url: str) -> tuple:
+        """A target to follow (:meth:`_target`), else ``(None, reason, detail)``."""
         try:
             url = canonicalize(href, base_url)
         except UrlError:
-            return "invalid", None
+            return None, "invalid", None
         if url is None:
-            return "not_http", None
+            return None, "not_http", None
         if not self.scope.allows_url(url):
-            return "out_of_scope", host_of(url)
+            return None, "out_of_scope", host_of(url)
         cfg = self.cfg
         trap = trap_reason(url, max_length=cfg.max_url_length, max_depth=cfg.max_path_depth,
                            max_repeats=cfg.max_segment_repeats)
         if trap is not None:
-            return trap, None
-        return None, url
+            return None, trap, None
+        return self._target(url)
 
-    def _route(self, src_fp: int | None, urls: list[str], hops: int = 0) -> None:
-        """Owner, MV, URL-seen test, frontier or outbox, report to rank 0.
+    def _route(self, src_fp: int | None, targets: list[tuple[str, int, int, int]], hops: int = 0) -> None:
+        """MV, URL-seen test, frontier or outbox, report to rank 0, for targets of :meth:`_targets`.
 
         ``hops`` > 0 marks the targets of a redirect chain (carried to the owner).
         """
         rep = self.report
         me = self.rank
-        own = self.assign.owner
+        seen = self.seen
         remote: set[int] = set()
-        for url in urls:
-            fp = fingerprint(url)
-            r = own(url, fp)
-            if r != me:
-                n = len(url.encode()) + 1
-                self.c.volume += n
-                rep.volume += n
+        volume = 0
+        if src_fp is not None:
+            rep.link_src.extend([src_fp] * len(targets))
+        for url, fp, r, wire in targets:
+            if wire:
+                volume += wire
                 remote.add(r)
             if src_fp is not None:
-                rep.link_src.append(src_fp)
                 rep.link_dst.append(fp)
-                if self.seen.report(fp):
+                if seen.report(fp):
                     rep.new_fp.append(fp)
                     rep.new_urls.append(url)
-            if not self.seen.add(fp):
+            if not seen.add(fp):
                 continue
             if r == me:
                 self._admit_local(url, fp, hops)
             else:
                 self.outbox[r].append(url if not hops else f"{url}\t{hops}")
+        self.c.volume += volume
+        rep.volume += volume
         self.c.messages_thesis += len(remote)
-        self.c.links["followed"] += len(urls)
+        self.c.links["followed"] += len(targets)
 
     def add_seeds(self) -> None:
-        mine = [u for u in self.seeds if self.assign.owner(u) == self.rank]
+        mine = [t for t in map(self._target, self.seeds) if t[2] == self.rank]
         self._route(None, mine)
 
     def _admit_local(self, url: str, fp: int, hops: int) -> None:
@@ -572,8 +589,8 @@ class RankCrawler:
         rep.page_node.append(is_node)
         self._route(fp, links, hops)
 
-    def _page_outcome(self, r: Response, fp: int) -> tuple[int, int, bool, list[str], int]:
-        """(status, body bytes, is node, links, redirect hops) of a final response."""
+    def _page_outcome(self, r: Response, fp: int) -> tuple[int, int, bool, list[tuple], int]:
+        """(status, body bytes, is node, links (:meth:`_targets`), redirect hops) of a final response."""
         c = self.c
         if r.error is not None:
             c.pages_failed += 1
@@ -596,7 +613,7 @@ class RankCrawler:
             if hops_in + 1 > self.cfg.max_redirects:
                 c.errors["redirect_limit"] += 1
                 return r.status, nbytes, False, [], 0
-            return r.status, nbytes, False, self._links_of(r.url, None, [loc]), hops_in + 1
+            return r.status, nbytes, False, self._targets(r.url, None, [loc]), hops_in + 1
         if r.status == 200:
             c.pages_ok += 1
             if r.content_type != "text/html":
@@ -613,7 +630,7 @@ class RankCrawler:
                 return r.status, nbytes, False, [], 0
             c.nodes += 1
             c.links["nofollow"] += len(parsed.nofollow)
-            return r.status, nbytes, True, self._links_of(r.url, parsed.base, parsed.links), 0
+            return r.status, nbytes, True, self._targets(r.url, parsed.base, parsed.links), 0
         if r.status >= 400:
             c.pages_failed += 1
             c.errors[f"http_{r.status // 100}xx"] += 1

@@ -6,50 +6,81 @@ from hypothesis import strategies as st
 
 from abc_crawler.config import CrawlConfig
 from abc_crawler.crawler import RankCounters, RankCrawler
+from abc_crawler.ownership import HashAssignment
 from abc_crawler.scope import Scope
+from abc_crawler.urls import fingerprint
 
 SCOPE = Scope.from_lines(["a.test:80:127.0.0.1", "b.test:8080:127.0.0.1", "a.test:443:127.0.0.1"])
 CFG = CrawlConfig.build({"seeds": "seeds.txt"})
 
 
 def _crawler() -> RankCrawler:
-    c = RankCrawler.__new__(RankCrawler)     # only what _links_of uses
+    c = RankCrawler.__new__(RankCrawler)     # only what _targets uses
     c.cfg, c.scope, c.c, c._link_cache = CFG, SCOPE, RankCounters(), {}
+    c.assign, c.rank = HashAssignment(4), 1
     return c
 
 
 PAGES = ["http://a.test/", "http://a.test/d/x.html", "http://a.test/d/e/y.html?q=1", "https://a.test/d/x.html",
          "http://b.test:8080/d/x.html", "http://a.test/d/"]
-PARTS = ["x", "..", ".", "d", "e", "%41", "?q=1&b=2", "#f", "a b", "é", ":80", "\\", "\t", "//", "/"]
+PARTS = ["x", "..", ".", "d", "e", "%41", "?q=1&b=2", "#f", "#g", "#", "a b", "é", ":80", "\\", "\t", "//", "/"]
 href = st.one_of(
     st.lists(st.sampled_from(PARTS), max_size=5).map("".join),
-    st.sampled_from(["http://", "https://", "HTTP://", "//", "/", "/\\", "/\t/", "mailto:", "ftp://"]).flatmap(
-        lambda p: st.lists(st.sampled_from(["a.test", "b.test:8080", "c.test", "/", "x", ".."] + PARTS), max_size=4)
+    st.sampled_from(["http://", "https://", "HTTP://", "HTTPS://", "Http://", "//", "/", "/\\", "\\/", "/\t/",
+                     "mailto:", "ftp://"]).flatmap(
+        lambda p: st.lists(st.sampled_from(["a.test", "A.test", "b.test:8080", "c.test", "/", "x", ".."] + PARTS),
+                           max_size=4)
         .map(lambda rest: p + "".join(rest))),
 )
+ASSIGN = HashAssignment(4)
 
 
-@settings(max_examples=300, deadline=None)
+def _uncached(page: str, hrefs: list[str]) -> tuple[list[tuple], RankCounters]:
+    """Every href decided on its own (no cache): the targets, distinct by fingerprint, and the counts."""
+    c = _crawler()
+    out: dict[int, tuple] = {}
+    for h in hrefs:
+        t = c._classify(h, page)
+        if t[0] is None:
+            c.c.links[t[1]] += 1
+            if t[1] == "out_of_scope":
+                c.c.out_of_scope_hosts[t[2]] += 1
+        else:
+            out.setdefault(t[1], t)
+    return list(out.values()), c.c
+
+
+@settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(PAGES), st.lists(href, max_size=8)), min_size=1, max_size=12))
 def test_cached_decisions_equal_uncached(pages):
     cached = _crawler()
-    for page, hrefs in pages:
-        fresh = _crawler()                   # an empty cache: every href decided afresh
-        assert cached._links_of(page, None, hrefs) == fresh._links_of(page, None, hrefs)
     total = RankCounters()
     for page, hrefs in pages:
-        f = _crawler()
-        f._links_of(page, None, hrefs)
-        total.links.update(f.c.links)
-        total.out_of_scope_hosts.update(f.c.out_of_scope_hosts)
+        expect, counts = _uncached(page, hrefs)
+        got = cached._targets(page, None, hrefs)
+        assert got == expect
+        assert cached._links_of(page, None, hrefs) == [t[0] for t in expect]
+        for url, fp, owner, wire in got:     # what routing needs, computed once with the decision
+            assert fp == fingerprint(url) and owner == ASSIGN.owner(url)
+            assert wire == (0 if owner == 1 else len(url.encode()) + 1)
+        total.links.update(counts.links)
+        total.links.update(counts.links)     # _links_of above decided the page a second time
+        total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
+        total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
     assert cached.c.links == total.links and cached.c.out_of_scope_hosts == total.out_of_scope_hosts
 
 
 def test_the_cache_is_used_across_directories():
     c = _crawler()
-    c._links_of("http://a.test/d/x.html", None, ["/top.html", "http://a.test/abs", "rel.html"])
+    c._links_of("http://a.test/d/x.html", None, ["/top.html", "http://a.test/abs", "rel.html", "//b.test:8080/s"])
     keys = set(c._link_cache)
     assert ("http://a.test", "/top.html") in keys and "http://a.test/abs" in keys
-    assert ("http://a.test/d/", "rel.html") in keys
+    assert ("http://a.test/d/", "rel.html") in keys and ("http:", "//b.test:8080/s") in keys
     assert c._links_of("http://a.test/other/z.html", None, ["/top.html", "http://a.test/abs"]) == [
         "http://a.test/top.html", "http://a.test/abs"]
+    n = len(c._link_cache)
+    # spellings that differ only in the fragment or the scheme's case share the decision
+    assert c._links_of("http://b.test:8080/e/f.html", None,
+                       ["HTTP://a.test/abs#top", "http://a.test/abs#", "//b.test:8080/s#x"]) == [
+        "http://a.test/abs", "http://b.test:8080/s"]
+    assert len(c._link_cache) == n
