@@ -73,14 +73,49 @@ def batches_of(urls: list[str], batch: int) -> list[tuple[str, list[str]]]:
     return out
 
 
+def canonical_links(page: str, base: str | None, hrefs: list[str], scope, cache: dict | None) -> tuple[int, int]:
+    """The loop's per-link work on one page: (in-scope links, XOR of their fingerprints).
+
+    ``canonicalize`` the base against the page URL, then every href against
+    it, the scope test and the 64-bit fingerprint. With ``cache`` (a dict), a
+    relative href's result is kept per (base directory, href), as the crawler's
+    decision cache does. ``page_costs.py`` times the same function.
+    """
+    from abc_crawler.urls import UrlError, canonicalize, fingerprint
+
+    try:
+        b = canonicalize(base, page) if base else page
+    except UrlError:
+        b = page
+    b = b or page
+    nq = b.find("?")
+    bdir = b[: b.rfind("/", 0, nq if nq >= 0 else len(b)) + 1]
+    n = x = 0
+    for h in hrefs:
+        key = (bdir, h) if cache is not None and h and h[0] not in "?# \t\n\r" else None
+        if key is not None and key in cache:
+            u = cache[key]
+        else:
+            try:
+                u = canonicalize(h, b)
+            except UrlError:
+                u = None
+            if u is not None and not scope.allows_url(u):
+                u = None
+            if key is not None:
+                cache[key] = u
+        if u is not None:
+            n += 1
+            x ^= fingerprint(u)
+    return n, x
+
+
 def stack_loop(urls: list[str], resolve: list[str], mode: str, handles: int = 32, batch: int = 16) -> dict:
     """Fetch every URL (and parse / canonicalize, by ``mode``); counts and in-loop CPU/wall seconds."""
     import pycurl
 
     from abc_crawler.parser import extract_links
     from abc_crawler.scope import Scope
-    from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of
-
     scope = Scope.from_lines(resolve)
     parse = mode in ("fetch+parse", "loop", "loop+cache")
     canon = mode in ("loop", "loop+cache")
@@ -169,29 +204,9 @@ def stack_loop(urls: list[str], resolve: list[str], mode: str, handles: int = 32
                             hrefs = [loc]
                     links += len(hrefs)
                     if canon and hrefs:
-                        try:
-                            b = canonicalize(base, page) if base else page
-                        except UrlError:
-                            b = page
-                        b = b or page
-                        nq = b.find("?")
-                        bdir = b[: b.rfind("/", 0, nq if nq >= 0 else len(b)) + 1]
-                        for h in hrefs:
-                            key = (bdir, h) if cached and h and h[0] not in "?# \t\n\r" else None
-                            if key is not None and key in cache:
-                                u = cache[key]
-                            else:
-                                try:
-                                    u = canonicalize(h, b)
-                                except UrlError:
-                                    u = None
-                                if u is not None and not scope.allows_url(u):
-                                    u = None
-                                if key is not None:
-                                    cache[key] = u
-                            if u is not None:
-                                canon_links += 1
-                                fp_sum ^= fingerprint(u)
+                        k, x = canonical_links(page, base, hrefs, scope, cache if cached else None)
+                        canon_links += k
+                        fp_sum ^= x
                 else:
                     errors += 1
                 if st[1]:
