@@ -86,6 +86,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stats_max_pages", int, 20_000, "cap of the kernels' graph (APSD/SCC use O(n^2) memory)", 1),
     Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),
     Setting("warc", bool, True, "write per-rank WARC files"),
+    Setting("warc_batch", int, 64, "pages whose WARC records are serialized and compressed together (1: each page as it arrives); a batch also ends at 1 MiB of bodies and before every checkpoint", 1),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}

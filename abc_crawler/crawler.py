@@ -133,7 +133,7 @@ class RankCrawler:
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
                                rank=self.rank, max_connections=cfg.concurrency)
         self.robots = RobotsCache(cfg.user_agent, cfg.robots_retry_seconds, enabled=cfg.robots)
-        self.warc = RankWarc(session_dir, self.rank, enabled=cfg.warc)
+        self.warc = RankWarc(session_dir, self.rank, enabled=cfg.warc, batch=cfg.warc_batch)
         self.outbox: list[list[str]] = [[] for _ in range(self.size)]
         self.c = RankCounters()
         self.batches: dict[str, Batch] = {}

@@ -7,6 +7,14 @@ still has exactly one response-or-revisit record. Each record is its own gzip
 member and the file is flushed at every checkpoint, so a crash leaves every
 earlier record readable.
 
+The duplicate decision is made as each page arrives; its records are serialized
+and compressed in batches of ``batch`` pages (``--warc-batch``, 64; a batch
+also ends at 1 MiB of bodies), always before a checkpoint's offset is taken:
+what waits in a batch at a crash was fetched after the last checkpoint, and a
+resume fetches it again. One batch after another keeps the compressor's and
+the parser's state in the CPU caches (≈ 5 % less CPU per page in a crawl of
+6 KB pages, ``docs/benchmarks/perf.md``).
+
 Records are serialized here, not with warcio's writer: in profiles warcio's
 writer (level-9 gzip, digests recomputed through several layers, header
 objects) cost a third of a rank's CPU. The output is checked with warcio's
@@ -169,7 +177,7 @@ def _header_lines(headers: list[tuple[str, str]]) -> str:
 
 def _record(warc_type: str, url: str, date: str, content_type: str, block: bytes, block_sha1,
             extra: list[tuple[str, str]], record_id: str) -> bytes:
-    """A whole record (the warcinfo record; ``write`` inlines the same layout)."""
+    """A whole record (the warcinfo record; ``_records`` inlines the same layout)."""
     head = [f"WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"]
     if url:
         head.append(f"WARC-Target-URI: {url}\r\n")
@@ -201,12 +209,24 @@ class _RecordIds:
 #: offset, and a checkpoint flushes and fsyncs first
 _BUFFER = 1 << 20
 
+#: records are made in batches: a page's records are serialized and compressed when ``batch`` pages
+#: (``--warc-batch``), or this many bytes of bodies, wait, and before every flush, checkpoint and
+#: close. Compressing one batch after another keeps ISA-L's and hashlib's state in the CPU caches,
+#: and the parse and the link path that run between pages keep theirs (``bench/page_costs.py``:
+#: ``abc`` against ``abc warc-batch 1``)
+DEFAULT_BATCH = 64
+_BATCH_BYTES = 1 << 20
+
 
 class RankWarc:
     """Writes one rank's WARC file."""
 
-    def __init__(self, session_dir: str | os.PathLike, rank: int, enabled: bool = True, gzip: str | None = None):
+    def __init__(self, session_dir: str | os.PathLike, rank: int, enabled: bool = True, gzip: str | None = None,
+                 batch: int = DEFAULT_BATCH):
+        if batch < 1:
+            raise ValueError(f"batch: expected at least 1 page, got {batch}")
         self.enabled = enabled
+        self.batch = batch
         self.path = warc_path(session_dir, rank)
         self.records = 0
         self.revisits = 0
@@ -214,6 +234,8 @@ class RankWarc:
         self._next_id = _RecordIds()
         self.gzip = gzip or DEFAULT_GZIP
         self._gzip_member = GZIP_BACKENDS[self.gzip]
+        self._pending: list[tuple[Response, str, bytes, tuple[str, str] | None]] = []   # (response, date, digest, first)
+        self._pending_bytes = 0
         if enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "ab", buffering=_BUFFER)
@@ -223,8 +245,13 @@ class RankWarc:
                                                         "application/warc-fields", body, hashlib.sha1(body),
                                                         [("WARC-Filename", self.path.name)], self._next_id())))
 
-    def write(self, r: Response, _sha1=hashlib.sha1, _b32=b32_sha1, _iso=_iso) -> bool:
-        """Write the request and the response (or a revisit); True if it was a duplicate body."""
+    def write(self, r: Response, _sha1=hashlib.sha1) -> bool:
+        """Take the request and the response (or a revisit); True if it was a duplicate body.
+
+        The content digest and the duplicate decision are made here; the records are serialized
+        and compressed in batches (:meth:`_drain`), when ``batch`` pages or ``_BATCH_BYTES`` of
+        bodies are waiting and before every flush, checkpoint and close.
+        """
         body = r.body
         digest = _sha1(body).digest()
         first = self._seen.get(digest)
@@ -232,8 +259,33 @@ class RankWarc:
             if first is None:
                 self._seen[digest] = (r.url, "")
             return first is not None
-        url = r.url
         date = _iso(r.t_start)
+        if first is None:
+            self._seen[digest] = (r.url, date)
+        pending = self._pending
+        pending.append((r, date, digest, first))
+        self._pending_bytes += len(body)
+        if len(pending) >= self.batch or self._pending_bytes >= _BATCH_BYTES:
+            self._drain()
+        return first is not None
+
+    def _drain(self) -> None:
+        """Serialize and compress the waiting pages' records into the file, in arrival order."""
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        self._pending_bytes = 0
+        out = []
+        put = out.append
+        for r, date, digest, first in pending:
+            put(self._records(r, date, digest, first))
+        self._fh.write(b"".join(out))
+
+    def _records(self, r: Response, date: str, digest: bytes, first, _sha1=hashlib.sha1, _b32=b32_sha1) -> bytes:
+        """The request record and the response (``first`` is None) or revisit record, two gzip members."""
+        body = r.body
+        url = r.url
         uri_line = f"WARC-Target-URI: {url}\r\n" if url else ""
         # request: what was sent (reconstructed from the fetcher's fixed headers)
         slash = url.find("/", url.find("://") + 3)
@@ -252,7 +304,6 @@ class RankWarc:
             http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
         block_sha1 = _sha1(http_head)
         if first is None:
-            self._seen[digest] = (url, date)
             block_sha1.update(body)
             rec = b"".join((
                 f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
@@ -272,19 +323,21 @@ class RankWarc:
                 f"Content-Length: {len(http_head)}\r\n\r\n".encode("utf-8"),
                 http_head, b"\r\n\r\n"))
             self.revisits += 1
-        member = self._gzip_member
-        self._fh.write(member(req) + member(rec))
         self.records += 2
-        return first is not None
+        member = self._gzip_member
+        return member(req) + member(rec)
 
     def checkpoint(self) -> dict:
-        """What a resume needs: the file size and the content-seen table."""
+        """What a resume needs: the file size and the content-seen table (waiting records written first)."""
+        if self.enabled:
+            self._drain()
         return {"offset": self._fh.tell() if self.enabled else 0, "seen": dict(self._seen),
                 "records": self.records, "revisits": self.revisits}
 
     def restore(self, ck: dict) -> None:
         """Cut the file back to a checkpoint: records written after it are dropped (their URLs are fetched again)."""
         self._seen = dict(ck["seen"])
+        self._pending, self._pending_bytes = [], 0
         self.records, self.revisits = ck["records"], ck["revisits"]
         if self.enabled:
             self._fh.close()
@@ -293,7 +346,9 @@ class RankWarc:
             self._fh = open(self.path, "ab", buffering=_BUFFER)
 
     def flush(self) -> None:
+        """Write the waiting records and get the file to disk."""
         if self.enabled:
+            self._drain()
             self._fh.flush()
             os.fsync(self._fh.fileno())
 

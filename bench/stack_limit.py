@@ -1,7 +1,8 @@
 """P2: how close abc-crawl (1 rank) comes to a bare pycurl + lxml + canonicalize loop over the same URLs.
 
     .venv/bin/python bench/stack_limit.py [--web synthetic|corpus] [--runs 5] [--hosts 400] [--pages 20000]
-                                         [--no-warc-run] [--out bench/results/stack_limit.json]
+                                         [--no-warc-run] [--warc-batch-run N]
+                                         [--out bench/results/stack_limit.json]
 
 The URL list is what a 1-rank abc-crawl of the web requested (its
 graph.npz, ``url_rank >= 0``; robots.txt not included), taken from the first
@@ -27,6 +28,8 @@ round), each in its own process on the same nginx:
 ``abc-1``        ``mpiexec -n 1 abc-crawl --no-stats --politeness-delay 0``
                  (WARC and session written as usual).
 ``abc-1-nowarc`` (``--no-warc-run``) the same with ``--no-warc``.
+``abc-1-batchN`` (``--warc-batch-run N``) the same with ``--warc-batch N``
+                 (WARC records compressed N pages at a time; the default is 64).
 
 Figures: pages per CPU-second = URLs / user+system seconds of the whole
 process (tree), start-up included, for every variant alike; pages/s on wall
@@ -264,6 +267,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--port", type=int, default=18081)
     ap.add_argument("--no-warc-run", action="store_true", help="also abc-crawl --no-warc")
+    ap.add_argument("--warc-batch-run", type=int, default=None, metavar="N", help="also abc-crawl --warc-batch N")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     print(nginx.describe_header("P2: abc-crawl vs the bare stack"), flush=True)
@@ -273,7 +277,10 @@ def main() -> int:
         import corpus
         web = corpus.prepare(corpus.DEFAULT_OUT, port=8080)
     extra = ["--no-stats", "--politeness-delay", "0"]
-    configs = ["abc-1", *(["abc-1-nowarc"] if a.no_warc_run else []), *MODES]
+    if a.warc_batch_run is not None and a.warc_batch_run < 1:
+        ap.error(f"--warc-batch-run: expected at least 1, got {a.warc_batch_run}")
+    configs = ["abc-1", *(["abc-1-nowarc"] if a.no_warc_run else []),
+               *([f"abc-1-batch{a.warc_batch_run}"] if a.warc_batch_run else []), *MODES]
     raw: dict[str, list] = {c: [] for c in configs}
     tmp = Path(tempfile.mkdtemp(prefix="abc-stack-"))
     urls_file = tmp / "urls.txt"
@@ -283,6 +290,8 @@ def main() -> int:
                 for cfg in rotated(configs, run):
                     if cfg.startswith("abc"):
                         flags = extra + (["--no-warc"] if cfg.endswith("nowarc") else [])
+                        if "-batch" in cfg:
+                            flags += ["--warc-batch", cfg.rsplit("batch", 1)[1]]
                         keep = not urls_file.exists()
                         session = tmp / f"{cfg}-{run}"
                         row = run_abc(1, web, session, *flags, keep=keep)

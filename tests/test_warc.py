@@ -205,10 +205,11 @@ def _mixed_responses(n=60):
     return rs
 
 
+@pytest.mark.parametrize("batch", [1, 7, 64])
 @pytest.mark.parametrize("backend", sorted(GZIP_BACKENDS))
-def test_records_equal_the_previous_writer_one_member_each(tmp_path, backend):
+def test_records_equal_the_previous_writer_one_member_each(tmp_path, backend, batch):
     rs = _mixed_responses()
-    w = RankWarc(tmp_path, 1, gzip=backend)
+    w = RankWarc(tmp_path, 1, gzip=backend, batch=batch)
     counter = iter(range(10**6))
     w._next_id = lambda: f"<urn:uuid:00000000-0000-4000-8000-{next(counter):012x}>"
     dups = [w.write(r) for r in rs]
@@ -274,3 +275,69 @@ def test_response_records_keep_the_head_as_received(tmp_path):
                 blocks[uri] = (kind.decode(), block)
     assert blocks["http://h.test/a.html"] == ("response", head + body + b"\r\n\r\n")
     assert blocks["http://h.test/b.html"] == ("revisit", again.raw_head + b"\r\n\r\n")
+
+
+def _uris(path, kinds=("response", "revisit")):
+    with open(path, "rb") as fh:
+        return [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh, check_digests="raise")
+                if r.rec_type in kinds]
+
+
+def test_batches_are_written_when_full_and_at_every_checkpoint(tmp_path):
+    w = RankWarc(tmp_path, 5, batch=3)
+    path = tmp_path / "warc" / "rank-00005.warc.gz"
+    start = w.checkpoint()["offset"]                        # the warcinfo record
+    for i in range(2):
+        w.write(_resp(f"http://h.test/{i}", b"body %d" % i))
+    w._fh.flush()
+    assert path.stat().st_size == start                     # two pages wait for the third
+    w.write(_resp("http://h.test/2", b"body 2"))
+    w._fh.flush()
+    assert path.stat().st_size > start and w.records == 6   # the batch is full: written
+    w.write(_resp("http://h.test/3", b"body 3"))
+    ck = w.checkpoint()                                     # a checkpoint writes what waits
+    assert ck["records"] == 8
+    w._fh.flush()
+    assert ck["offset"] == path.stat().st_size
+    assert _uris(path) == [f"http://h.test/{i}" for i in range(4)]
+    w.close()
+
+
+def test_a_batch_ends_at_one_mib_of_bodies(tmp_path):
+    w = RankWarc(tmp_path, 6, batch=1000)
+    big = b"x" * (400 * 1024)
+    for i in range(5):
+        w.write(_resp(f"http://h.test/{i}", big + b"%d" % i))
+        assert w._pending_bytes < 1 << 20                   # bodies held back never reach 1 MiB
+    assert w.records == 6                                   # the first three pages went out together
+    w.close()
+    assert _uris(tmp_path / "warc" / "rank-00006.warc.gz") == [f"http://h.test/{i}" for i in range(5)]
+
+
+def test_restore_drops_pages_waiting_in_a_batch(tmp_path):
+    w = RankWarc(tmp_path, 7, batch=10)
+    w.write(_resp("http://h.test/a", b"A"))
+    ck = w.checkpoint()
+    w.write(_resp("http://h.test/b", b"B"))                 # waits in the batch: after the checkpoint
+    w.restore(ck)
+    w.write(_resp("http://h.test/c", b"C"))
+    w.write(_resp("http://h.test/d", b"A"))                 # A was stored before the checkpoint: a revisit
+    w.close()
+    assert _uris(tmp_path / "warc" / "rank-00007.warc.gz") == ["http://h.test/a", "http://h.test/c", "http://h.test/d"]
+    assert w.records == 6 and w.revisits == 1
+
+
+def test_duplicates_inside_one_batch_become_revisits_of_the_first(tmp_path):
+    w = RankWarc(tmp_path, 8, batch=64)
+    assert [w.write(_resp(f"http://h.test/{i}", b"same" if i % 2 else b"own %d" % i)) for i in range(6)] == \
+        [False, False, False, True, False, True]
+    w.close()
+    with open(tmp_path / "warc" / "rank-00008.warc.gz", "rb") as fh:
+        revisits = [(r.rec_headers.get_header("WARC-Target-URI"), r.rec_headers.get_header("WARC-Refers-To-Target-URI"))
+                    for r in ArchiveIterator(fh, check_digests="raise") if r.rec_type == "revisit"]
+    assert revisits == [("http://h.test/3", "http://h.test/1"), ("http://h.test/5", "http://h.test/1")]
+
+
+def test_batch_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="batch"):
+        RankWarc(tmp_path, 0, batch=0)
