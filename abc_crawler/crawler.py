@@ -199,10 +199,6 @@ class RankCrawler:
         return frontier, new_fpset(journal=cfg.checkpoint_seconds > 0)
 
     # -- classification ------------------------------------------------------
-    def _links_of(self, page_url: str, base: str | None, hrefs: list[str]) -> list[str]:
-        """Canonical, in-scope http(s) targets of ``hrefs`` (distinct, in page order)."""
-        return [t[0] for t in self._targets(page_url, base, hrefs)]
-
     def _targets(self, page_url: str, base: str | None, hrefs: list[str]) -> list[tuple[str, int, int, int]]:
         """The links of a page to follow, as ``(canonical URL, fingerprint, owner rank, wire bytes)``
         (distinct, in page order; wire bytes: what sending the URL to its owner costs, 0 if it is

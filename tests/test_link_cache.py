@@ -1,4 +1,4 @@
-"""The link-decision cache gives exactly the decisions made without it (crawler._links_of)."""
+"""The link-decision cache gives exactly the decisions made without it (crawler._targets)."""
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -50,6 +50,11 @@ def _uncached(page: str, hrefs: list[str]) -> tuple[list[tuple], RankCounters]:
     return list(out.values()), c.c
 
 
+def _urls(c, page, base, hrefs):
+    """The URLs the crawler follows from ``page`` (its targets' first field)."""
+    return [t[0] for t in c._targets(page, base, hrefs)]
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(PAGES), st.lists(href, max_size=8)), min_size=1, max_size=12))
 def test_cached_decisions_equal_uncached(pages):
@@ -59,12 +64,12 @@ def test_cached_decisions_equal_uncached(pages):
         expect, counts = _uncached(page, hrefs)
         got = cached._targets(page, None, hrefs)
         assert got == expect
-        assert cached._links_of(page, None, hrefs) == [t[0] for t in expect]
+        assert _urls(cached, page, None, hrefs) == [t[0] for t in expect]
         for url, fp, owner, wire in got:     # what routing needs, computed once with the decision
             assert fp == fingerprint(url) and owner == ASSIGN.owner(url)
             assert wire == (0 if owner == 1 else len(url.encode()) + 1)
         total.links.update(counts.links)
-        total.links.update(counts.links)     # _links_of above decided the page a second time
+        total.links.update(counts.links)     # _urls above decided the page a second time
         total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
         total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
     assert cached.c.links == total.links and cached.c.out_of_scope_hosts == total.out_of_scope_hosts
@@ -72,15 +77,15 @@ def test_cached_decisions_equal_uncached(pages):
 
 def test_the_cache_is_used_across_directories():
     c = _crawler()
-    c._links_of("http://a.test/d/x.html", None, ["/top.html", "http://a.test/abs", "rel.html", "//b.test:8080/s"])
+    _urls(c, "http://a.test/d/x.html", None, ["/top.html", "http://a.test/abs", "rel.html", "//b.test:8080/s"])
     keys = set(c._link_cache)
     assert ("http://a.test", "/top.html") in keys and "http://a.test/abs" in keys
     assert ("http://a.test/d/", "rel.html") in keys and ("http:", "//b.test:8080/s") in keys
-    assert c._links_of("http://a.test/other/z.html", None, ["/top.html", "http://a.test/abs"]) == [
+    assert _urls(c, "http://a.test/other/z.html", None, ["/top.html", "http://a.test/abs"]) == [
         "http://a.test/top.html", "http://a.test/abs"]
     n = len(c._link_cache)
     # spellings that differ only in the fragment or the scheme's case share the decision
-    assert c._links_of("http://b.test:8080/e/f.html", None,
-                       ["HTTP://a.test/abs#top", "http://a.test/abs#", "//b.test:8080/s#x"]) == [
+    assert _urls(c, "http://b.test:8080/e/f.html", None,
+                 ["HTTP://a.test/abs#top", "http://a.test/abs#", "//b.test:8080/s#x"]) == [
         "http://a.test/abs", "http://b.test:8080/s"]
     assert len(c._link_cache) == n
