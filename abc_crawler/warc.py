@@ -213,7 +213,7 @@ _BUFFER = 1 << 20
 #: (``--warc-batch``), or this many bytes of bodies, wait, and before every flush, checkpoint and
 #: close. Compressing one batch after another keeps ISA-L's and hashlib's state in the CPU caches,
 #: and the parse and the link path that run between pages keep theirs (``bench/page_costs.py``:
-#: ``abc`` against ``abc warc-batch 1``)
+#: ``abc`` against ``abc batch 1``; ``bench/stack_limit.py --warc-batch-run 1``)
 DEFAULT_BATCH = 64
 _BATCH_BYTES = 1 << 20
 
@@ -276,11 +276,7 @@ class RankWarc:
             return
         self._pending = []
         self._pending_bytes = 0
-        out = []
-        put = out.append
-        for r, date, digest, first in pending:
-            put(self._records(r, date, digest, first))
-        self._fh.write(b"".join(out))
+        self._fh.write(b"".join([self._records(*p) for p in pending]))
 
     def _records(self, r: Response, date: str, digest: bytes, first, _sha1=hashlib.sha1, _b32=b32_sha1) -> bytes:
         """The request record and the response (``first`` is None) or revisit record, two gzip members."""

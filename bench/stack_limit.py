@@ -51,6 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nginx  # noqa: E402
 from nginx import BIN, medians, rotated, run_abc, run_measured, write_result  # noqa: E402
 
+from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of  # noqa: E402  (once, not per page)
+
 MODES = ("fetch", "fetch+parse", "loop", "loop+cache")
 
 
@@ -58,8 +60,6 @@ MODES = ("fetch", "fetch+parse", "loop", "loop+cache")
 
 def batches_of(urls: list[str], batch: int) -> list[tuple[str, list[str]]]:
     """URLs grouped by host (first-seen order), cut in batches of ``batch``: (host, urls)."""
-    from abc_crawler.urls import host_of
-
     by_host: dict[str, list[str]] = {}
     for u in urls:
         by_host.setdefault(host_of(u), []).append(u)
@@ -84,8 +84,6 @@ def canonical_links(page: str, base: str | None, hrefs: list[str], scope, cache:
     relative href's result is kept per (base directory, href), as the crawler's
     decision cache does. ``page_costs.py`` times the same function.
     """
-    from abc_crawler.urls import UrlError, canonicalize, fingerprint
-
     try:
         b = canonicalize(base, page) if base else page
     except UrlError:
@@ -270,6 +268,8 @@ def main() -> int:
     ap.add_argument("--warc-batch-run", type=int, default=None, metavar="N", help="also abc-crawl --warc-batch N")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    if a.warc_batch_run is not None and a.warc_batch_run < 1:
+        ap.error(f"--warc-batch-run: expected at least 1, got {a.warc_batch_run}")
     print(nginx.describe_header("P2: abc-crawl vs the bare stack"), flush=True)
     if a.web == "synthetic":
         web = nginx.generated_web(a.hosts, a.pages, a.seed, a.port)
@@ -277,10 +277,12 @@ def main() -> int:
         import corpus
         web = corpus.prepare(corpus.DEFAULT_OUT, port=8080)
     extra = ["--no-stats", "--politeness-delay", "0"]
-    if a.warc_batch_run is not None and a.warc_batch_run < 1:
-        ap.error(f"--warc-batch-run: expected at least 1, got {a.warc_batch_run}")
-    configs = ["abc-1", *(["abc-1-nowarc"] if a.no_warc_run else []),
-               *([f"abc-1-batch{a.warc_batch_run}"] if a.warc_batch_run else []), *MODES]
+    abc_variants = {"abc-1": []}                # abc-crawl variants: their flags beyond ``extra``
+    if a.no_warc_run:
+        abc_variants["abc-1-nowarc"] = ["--no-warc"]
+    if a.warc_batch_run:
+        abc_variants[f"abc-1-batch{a.warc_batch_run}"] = ["--warc-batch", str(a.warc_batch_run)]
+    configs = [*abc_variants, *MODES]
     raw: dict[str, list] = {c: [] for c in configs}
     tmp = Path(tempfile.mkdtemp(prefix="abc-stack-"))
     urls_file = tmp / "urls.txt"
@@ -288,10 +290,8 @@ def main() -> int:
         with nginx.serve(web, max_seconds=a.runs * 1800 + 600):
             for run in range(a.runs):
                 for cfg in rotated(configs, run):
-                    if cfg.startswith("abc"):
-                        flags = extra + (["--no-warc"] if cfg.endswith("nowarc") else [])
-                        if "-batch" in cfg:
-                            flags += ["--warc-batch", cfg.rsplit("batch", 1)[1]]
+                    if cfg in abc_variants:
+                        flags = extra + abc_variants[cfg]
                         keep = not urls_file.exists()
                         session = tmp / f"{cfg}-{run}"
                         row = run_abc(1, web, session, *flags, keep=keep)
