@@ -72,17 +72,13 @@ def crawl_main(argv: list[str] | None = None) -> int:
     except AbcError as exc:
         print(f"abc-crawl: {exc}", file=sys.stderr)
         return 2
-    except BaseException:
-        # A bug on one rank must not leave the others waiting in a collective forever.
-        import traceback
+    except BaseException as exc:
+        # A bug on one rank must not leave the others waiting in a collective forever: the
+        # reason is written into the session (errors/rank-NNNNN.txt, manifest "crashed"),
+        # then the job is aborted (abc_crawler.crash).
+        from .crash import handle_crash
 
-        from mpi4py import MPI
-
-        traceback.print_exc()
-        sys.stderr.flush()
-        if MPI.COMM_WORLD.Get_size() > 1:
-            MPI.COMM_WORLD.Abort(1)
-        return 1
+        return handle_crash(exc)
 
 
 if __name__ == "__main__":

@@ -102,8 +102,11 @@ class KernelWorker:
             item = self._q.get()
             if item is None:
                 return
-            n_new, src, dst = item
             try:
+                if callable(item):             # a test's injected fault (--test-crash kernels:STEP)
+                    item()
+                    continue
+                n_new, src, dst = item
                 if n_new:
                     self.stats.add_nodes(n_new)
                 if len(src):
@@ -111,12 +114,24 @@ class KernelWorker:
                 s = self.stats.summary()
                 with self._lock:
                     self._summary = s
-            except BaseException as exc:  # surfaced by summary()/close()
+            except BaseException as exc:  # raised again in the main thread at the next superstep
                 self.error = exc
+                from .crash import record_thread_failure
+
+                record_thread_failure(threading.current_thread().name, exc)
                 return
 
     def submit(self, n_new: int, src: np.ndarray, dst: np.ndarray) -> None:
         self._q.put((n_new, src, dst))
+
+    def inject_failure(self, message: str) -> None:
+        """Test hook: the thread fails when it reaches this point of its queue."""
+        from .crash import InjectedCrash
+
+        def fail() -> None:
+            raise InjectedCrash(message)
+
+        self._q.put(fail)
 
     def summary(self) -> dict:
         with self._lock:
@@ -128,6 +143,43 @@ class KernelWorker:
         if self.error is not None:
             raise self.error
         return self.stats.summary()
+
+
+class _Rows:
+    """A growable 2-D table (amortized doubling): per-superstep counters stay compact NumPy
+    rows however long the crawl, not a Python tuple or list per superstep."""
+
+    def __init__(self, width: int, dtype=np.int64):
+        self.a = np.zeros((64, width), dtype=dtype)
+        self.n = 0
+
+    def _reserve(self, n: int) -> None:
+        if n > len(self.a):
+            grown = np.zeros((max(n, 2 * len(self.a)), self.a.shape[1]), dtype=self.a.dtype)
+            grown[:self.n] = self.a[:self.n]
+            self.a = grown
+
+    def append(self, row) -> None:
+        self._reserve(self.n + 1)
+        self.a[self.n] = row
+        self.n += 1
+
+    def _row(self, i: int) -> None:
+        if i >= self.n:
+            self._reserve(i + 1)
+            self.n = i + 1
+
+    def add_at(self, i: int, col: int, value) -> None:
+        """``table[i, col] += value``, rows up to ``i`` created (zero) as needed."""
+        self._row(i)
+        self.a[i, col] += value
+
+    def set_at(self, i: int, col: int, value) -> None:
+        self._row(i)
+        self.a[i, col] = value
+
+    def view(self) -> np.ndarray:
+        return self.a[:self.n]
 
 
 class Coordinator:
@@ -151,10 +203,10 @@ class Coordinator:
         self.edge_dst: list[int] = []
         self.links_to: dict[int, list[int]] = {}
         self.overlap_pages = 0
-        self.exchange_rows: list[tuple[int, int, int, int, int]] = []
-        self.step_volume: dict[int, list[int]] = {}
-        self.step_pages: dict[int, list[int]] = {}
-        self.step_t: dict[int, float] = {}
+        self.exchange_rows = _Rows(5)          # (superstep, src, dst, bytes, URLs), non-empty payloads
+        self.step_volume = _Rows(ranks)        # [superstep, rank] -> MV
+        self.step_pages = _Rows(ranks)         # [superstep, rank] -> responses
+        self.step_t = _Rows(1, np.float64)     # [superstep] -> seconds since the start
         self._pending_kernel_nodes = 0
         self._pending_kernel_edges: tuple[list[int], list[int]] = ([], [])
 
@@ -190,10 +242,8 @@ class Coordinator:
         for dst, (b, u) in enumerate(zip(r["send_bytes"].tolist(), r["send_urls"].tolist())):
             if b and dst != rank:
                 self.exchange_rows.append((step, rank, dst, b, u))
-        vol = self.step_volume.setdefault(step, [0] * self.ranks)
-        vol[rank] += r["volume"]
-        pages = self.step_pages.setdefault(step, [0] * self.ranks)
-        pages[rank] += len(r["page_fp"])
+        self.step_volume.add_at(step, rank, r["volume"])
+        self.step_pages.add_at(step, rank, len(r["page_fp"]))
         # pages first (so links between pages of one report resolve), then links
         new_nodes: list[int] = []
         page_rows = []
@@ -242,7 +292,7 @@ class Coordinator:
 
     def end_superstep(self, step: int, t: float) -> None:
         """Close a superstep: record its time, hand new nodes and edges to the kernels."""
-        self.step_t[step] = t
+        self.step_t.set_at(step, 0, t)
         if self.kernels is not None and (self._pending_kernel_nodes or self._pending_kernel_edges[0]):
             es, ed = self._pending_kernel_edges
             self.kernels.submit(self._pending_kernel_nodes, np.array(es, dtype=np.int32), np.array(ed, dtype=np.int32))
@@ -272,16 +322,11 @@ class Coordinator:
         )
 
     def exchange_arrays(self) -> dict[str, np.ndarray]:
-        steps = sorted(set(self.step_volume) | set(self.step_t))
-        n = (max(steps) + 1) if steps else 0
+        n = max(self.step_volume.n, self.step_pages.n, self.step_t.n)
         vol = np.zeros((n, self.ranks), dtype=np.int64)
         pages = np.zeros((n, self.ranks), dtype=np.int64)
         t = np.zeros(n, dtype=np.float64)
-        for s, v in self.step_volume.items():
-            vol[s] = v
-        for s, v in self.step_pages.items():
-            pages[s] = v
-        for s, v in self.step_t.items():
-            t[s] = v
-        rows = np.array(self.exchange_rows, dtype=np.int64).reshape(-1, 5)
-        return {"rows": rows, "step_volume": vol, "step_pages": pages, "step_t": t}
+        vol[:self.step_volume.n] = self.step_volume.view()
+        pages[:self.step_pages.n] = self.step_pages.view()
+        t[:self.step_t.n] = self.step_t.view()[:, 0]
+        return {"rows": self.exchange_rows.view().copy(), "step_volume": vol, "step_pages": pages, "step_t": t}

@@ -33,6 +33,7 @@ from .checkpoint import CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from .clock import SharedClock, estimate_offset
 from .config import CrawlConfig
 from .coordinator import Coordinator, Report, encode_report
+from .crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from .exchange import Communicator
 from .fetcher import Fetcher, Response
 from .frontier import Element, Frontier
@@ -46,7 +47,7 @@ from .scope import Scope
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 from .warc import RankWarc
 
-__all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS"]
+__all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS", "step_seconds"]
 
 # The status vector summed over ranks at every exchange.
 STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
@@ -54,6 +55,13 @@ STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", 
 _S = {name: i for i, name in enumerate(STATUS_FIELDS)}
 #: seconds of the first superstep of a run; each next one twice as long, up to superstep-seconds
 RAMP_FIRST_STEP = 0.05
+
+
+def step_seconds(steps_run: int, superstep_seconds: float) -> float:
+    """Length of the work phase of a run's superstep number ``steps_run`` (0, 1, ...): 50 ms,
+    doubling, up to ``superstep_seconds``. The exponent is capped, so the result stays a finite
+    float however long the run (``2 ** 1024`` does not fit a float)."""
+    return min(superstep_seconds, RAMP_FIRST_STEP * 2.0 ** min(steps_run, 60))
 
 
 class StopFlag:
@@ -169,6 +177,7 @@ class RankCrawler:
             n = cfg.n_phases or self.size
             self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard,
                                           error=self.clock.error_bound, warmup=cfg.phase_warmup)
+        self._test_crash = parse_test_crash(cfg.test_crash, self.size)
         self._window: tuple[int, float, float] | None = None
         self._slot_len = cfg.phase_seconds       # length of the slot of self._window
         # limits and failure state (BUbiNG-style: host state, not exceptions)
@@ -745,8 +754,9 @@ class RankCrawler:
             # work phase: up to R responses or the superstep's time, or until nothing can progress.
             # The first supersteps are short (50 ms, doubling): while the frontiers fill, every
             # link depth waits for an exchange, so the exchange comes often at first.
-            step_end = t_step + min(cfg.superstep_seconds, RAMP_FIRST_STEP * 2 ** steps_run)
+            step_end = t_step + step_seconds(steps_run, cfg.superstep_seconds)
             steps_run += 1
+            self._check_failures()
             while (self.step_responses < cfg.superstep_pages and time.monotonic() < step_end
                    and self.can_progress() and not self.stop.set):
                 self.drive(min(0.1, max(0.0, step_end - time.monotonic())))
@@ -801,6 +811,19 @@ class RankCrawler:
                 break
         self._finish()
         return self.stopped
+
+    def _check_failures(self) -> None:
+        """Raise here, in the main thread, what failed in a thread; and the ``--test-crash`` hook."""
+        raise_thread_failures()
+        if self._test_crash is not None:
+            who, step = self._test_crash
+            if step == self.superstep:
+                if who == self.rank:
+                    self._test_crash = None
+                    raise InjectedCrash(f"--test-crash {who}:{step}: injected failure on rank {who}")
+                if who == "kernels" and self.coordinator is not None and self.coordinator.kernels is not None:
+                    self._test_crash = None
+                    self.coordinator.kernels.inject_failure(f"--test-crash kernels:{step}: injected failure")
 
     def _finish(self) -> None:
         """Complete or abandon what is in flight, then a last report to rank 0."""

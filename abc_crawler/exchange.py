@@ -18,12 +18,16 @@ per-rank summary) use the lowercase pickling calls.
 """
 from __future__ import annotations
 
+import pickle
 import time
 
 import numpy as np
 from mpi4py import MPI
 
 __all__ = ["Communicator", "SuperstepExchange"]
+
+#: point-to-point tags of the crash protocol (:mod:`abc_crawler.crash`)
+TAG_CRASH, TAG_CRASH_ACK = 7201, 7202
 
 
 class SuperstepExchange:
@@ -142,7 +146,45 @@ class Communicator:
         """A barrier that does not spin: Ibarrier polled with short sleeps."""
         req = self.comm.Ibarrier()
         while not req.Test():
+            self.check_crash()
             time.sleep(0.001)
+
+    # -- the crash protocol (abc_crawler.crash) --------------------------------------
+    def send_crash(self, record: dict, timeout: float) -> bool:
+        """A failing rank other than 0: send its crash record to rank 0 and wait up to
+        ``timeout`` seconds for rank 0 to confirm it wrote it; True if confirmed."""
+        data = np.frombuffer(pickle.dumps(record), dtype=np.uint8)
+        sreq = self.comm.Isend([data, MPI.BYTE], dest=0, tag=TAG_CRASH)
+        ack = np.zeros(1, np.int8)
+        rreq = self.comm.Irecv([ack, MPI.INT8_T], source=0, tag=TAG_CRASH_ACK)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if rreq.Test():
+                return True
+            time.sleep(0.005)
+        return False
+
+    def check_crash(self) -> None:
+        """Rank 0: raise :class:`abc_crawler.crash.PeerCrashed` if another rank reported a crash."""
+        if self.rank != 0 or self.size == 1:
+            return
+        status = MPI.Status()
+        if not self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_CRASH, status=status):
+            return
+        buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+        self.comm.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=TAG_CRASH)
+        from .crash import PeerCrashed
+
+        raise PeerCrashed(pickle.loads(buf.tobytes()))
+
+    def ack_crash(self, rank: int) -> None:
+        """Rank 0: confirm to ``rank`` that its crash record is written."""
+        if rank != self.rank:
+            self.comm.Isend([np.ones(1, np.int8), MPI.INT8_T], dest=rank, tag=TAG_CRASH_ACK)
+
+    def abort(self, code: int) -> None:
+        """End every rank of the job (after a crash)."""
+        self.comm.Abort(code)
 
     def clock_samples(self, local_clock, n: int = 8) -> list[tuple[float, float, float, float]]:
         """NTP-style samples (t0, t1, t2, t3) of this rank against rank 0 (rank 0 gets []).
@@ -193,6 +235,7 @@ class Communicator:
         None when it had nothing to do); otherwise sleep, backing off from 0.5 ms to 5 ms."""
         pause = 0.0005
         while not ex.test():
+            self.check_crash()
             did = idle() if idle is not None else None
             if did is None:
                 time.sleep(pause)

@@ -66,7 +66,7 @@ def retry_delay(attempt: int, retry_after: str | None, base: float, cap: float) 
                 secs = None
         if secs is not None:
             return float(min(max(secs, 0.0), cap))
-    return float(min(base * (2 ** (attempt - 1)), cap))
+    return float(min(base * 2.0 ** min(max(attempt - 1, 0), 60), cap))   # capped exponent: any attempt count
 
 
 class InflateError(ValueError):

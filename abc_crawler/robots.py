@@ -97,7 +97,7 @@ class RobotsCache:
                 h.state = "dead"
             else:
                 h.state = "retry"
-                h.retry_at = now + self.retry_seconds * (2 ** (h.failures - 1))
+                h.retry_at = now + self.retry_seconds * 2.0 ** min(h.failures - 1, 60)
 
     def adopt(self, host: str, status: int, body: bytes, now: float) -> bool:
         """Take another rank's definitive answer for ``host`` unless this rank has one; True if taken."""

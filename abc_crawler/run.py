@@ -13,7 +13,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__
+from . import __version__, crash
 from .config import CrawlConfig
 from .coordinator import Coordinator, KernelWorker
 from .crawler import STATUS_FIELDS, RankCrawler, StopFlag
@@ -45,7 +45,12 @@ def _resume_config(resume: str, overrides: dict, ranks: int) -> tuple[CrawlConfi
     if manifest.get("ranks") != ranks:
         raise AbcError(f"{sd}: the session ran on {manifest.get('ranks')} ranks; resume it with mpiexec -n "
                        f"{manifest.get('ranks')} (this run has {ranks})")
+    if manifest.get("stopped") == "crashed" and manifest.get("crash"):
+        c = manifest["crash"]
+        print(f"abc-crawl: resuming after a crash: {crash.summary_line(c)} (see {sd / c.get('file', 'errors')})",
+              file=sys.stderr)
     saved = dict(manifest["config"])
+    saved.pop("test_crash", None)      # a test hook applies to the run it was given to
     saved.update({k: v for k, v in overrides.items() if v is not None})
     saved["session_dir"] = str(sd)
     return CrawlConfig.build(saved), manifest
@@ -58,6 +63,10 @@ def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
     for p in problems:
         print(str(p), file=sys.stderr)
     assignment = make_assignment(cfg.assign, ranks, cfg.assign_buckets, cfg.remap)
+    try:
+        crash.parse_test_crash(cfg.test_crash, ranks)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level):
         try:
             PhaseClock(0, ranks, cfg.n_phases or ranks, cfg.phase_seconds, cfg.phase_guard)
@@ -82,6 +91,8 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     """
     comm = comm or Communicator()
     out = out if out is not None else sys.stderr
+    crash.CONTEXT.rank, crash.CONTEXT.comm = comm.rank, comm
+    crash.install_thread_hook()
     stop = StopFlag()
     stop.install()
     prep: dict | str
@@ -103,6 +114,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         return 2
     cfg = prep["cfg"]
     session_dir = prep["session_dir"]
+    crash.CONTEXT.session_dir, crash.CONTEXT.settings = session_dir, cfg.as_dict()
     step = -1
     if resume is not None:
         # the newest superstep every rank has a checkpoint of (-1: none; start afresh)
@@ -115,6 +127,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     assignment = prep["assignment"]
     progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out) if comm.rank == 0 else None
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress)
+    crash.CONTEXT.superstep = lambda: crawler.superstep
     hostnames = comm.gather(platform.node())
     started = _utc()
     resumes = list((manifest_before or {}).get("resumed", []))
@@ -128,6 +141,8 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         if resume is not None:
             started = manifest_before.get("started", started)
             resumes.append({"at": _utc(), "from_superstep": step})
+            if manifest_before.get("crash"):
+                resumes[-1]["after_crash"] = manifest_before["crash"]
         manifest = _manifest(cfg, comm.size, hostnames, assignment, started, None, "running", session_dir)
         manifest["resumed"] = resumes
         atomic_write_json(Path(session_dir) / "manifest.json", manifest)
