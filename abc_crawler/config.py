@@ -74,6 +74,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("robots_retry_seconds", float, 5.0, "first back-off after a robots.txt 5xx/timeout (doubles, 3 tries, then the host is given up)", 0.0),
     Setting("phases", str, "auto", "KSpider phase swapping: on, off, or auto (on for page-level assignment with more than one rank, off for site-level); hosts a part vector keeps on one rank are never gated",
             choices=("auto", "on", "off")),
+    Setting("slot_handover", bool, True, "a rank that holds a host's phase slot but has nothing queued for it hands the slot to a rank that announced work for the host"),
     Setting("n_phases", int, 0, "number of phases (0: the number of ranks); must be >= the number of ranks", 0),
     Setting("max_slot_cuts", int, 3, "a request cut at the end of its phase slot this many times in a row fails as slot_too_short (it cannot fit in a slot)", 1),
     Setting("phase_seconds", float, 1.0, "length of a phase time slot", 0.05),

@@ -41,7 +41,7 @@ from .seen import new_fpset
 from .limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, InflateError, inflate, retry_delay, trap_reason
 from .ownership import Assignment
 from .parser import charset_of, extract_links
-from .phases import PhaseClock
+from .phases import HolderTable, PhaseClock, uses_phases
 from .robots import SHARE_MAX_BYTES, RobotsCache, decode_shared, encode_shared, robots_url
 from .scope import Scope
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
@@ -53,6 +53,8 @@ __all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS", "step_seconds"]
 STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
                  "volume", "outbox", "errors", "clock_due", "checkpoint_due")
 _S = {name: i for i, name in enumerate(STATUS_FIELDS)}
+#: longest sleep of a rank under phase slots before it looks for leases handed to it
+LEASE_POLL_SECONDS = 0.01
 #: seconds of the first superstep of a run; each next one twice as long, up to superstep-seconds
 RAMP_FIRST_STEP = 0.05
 
@@ -62,6 +64,22 @@ def step_seconds(steps_run: int, superstep_seconds: float) -> float:
     doubling, up to ``superstep_seconds``. The exponent is capped, so the result stays a finite
     float however long the run (``2 ** 1024`` does not fit a float)."""
     return min(superstep_seconds, RAMP_FIRST_STEP * 2.0 ** min(steps_run, 60))
+
+
+def _frames(*parts: bytes) -> bytes:
+    """Several byte strings as one buffer (8-byte little-endian length before each); b"" if all empty."""
+    if not any(parts):
+        return b""
+    return b"".join(len(p).to_bytes(8, "little") + p for p in parts)
+
+
+def _unframe(data: bytes, n: int = 2) -> list[bytes]:
+    out, i = [], 0
+    for _ in range(n):
+        k = int.from_bytes(data[i:i + 8], "little")
+        out.append(data[i + 8:i + 8 + k])
+        i += 8 + k
+    return out
 
 
 class StopFlag:
@@ -117,6 +135,9 @@ class RankCounters:
     slot_cuts: int = 0            # requests cut at a slot end and put back
     warm_cuts: int = 0            # of which at the end of a warm-up slot (not counted towards max-slot-cuts)
     retries: int = 0
+    handovers: int = 0            # slots this rank handed over (it held a host with nothing queued)
+    leases: int = 0               # slots handed to this rank
+    leases_late: int = 0          # leases that arrived after the crawl ended
     errors: Counter = field(default_factory=Counter)
     links: Counter = field(default_factory=Counter)
     out_of_scope_hosts: Counter = field(default_factory=Counter)
@@ -126,7 +147,8 @@ class RankCrawler:
     """The crawl state and loop of one rank."""
 
     def __init__(self, cfg: CrawlConfig, comm: Communicator, scope: Scope, assignment: Assignment,
-                 seeds: list[str], session_dir: str, stop: StopFlag, progress=None):
+                 seeds: list[str], session_dir: str, stop: StopFlag, progress=None,
+                 holders: HolderTable | None = None):
         self.cfg = cfg
         self.comm = comm
         self.rank = comm.rank
@@ -156,7 +178,10 @@ class RankCrawler:
         self.coordinator: Coordinator | None = None
         self.stopped = "done"
         self.idle_s = 0.0
-        self.idle_phase_s = 0.0
+        self.idle_slot_s = 0.0            # idle with work queued, none of it held in this slot
+        self.idle_rest_s = 0.0            # idle with work queued for hosts resting or backing off
+        self.idle_empty_s = 0.0           # idle with nothing queued
+        self.exchange_s = 0.0             # time spent completing superstep exchanges
         skew = 0.0
         if cfg.test_clock_skew:
             r, _, sec = cfg.test_clock_skew.partition(":")
@@ -166,17 +191,26 @@ class RankCrawler:
         self._last_sync = 0.0
         self.phase_clock: PhaseClock | None = None
         # auto: phases only where two ranks can share a host (page-level assignment, K > 1)
-        use = cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level and self.size > 1)
+        use = uses_phases(cfg.phases, assignment.site_level, self.size)
         # hosts that only this rank ever fetches (a part vector keeps every page of them here,
         # and new pages of a known host follow its pages): no slot needed, no other rank to meet
         self._own_hosts: frozenset[str] = assignment.exclusive_hosts(self.rank)
         # robots.txt answers to send to every rank (page-level assignment: they crawl the host too)
         self._share_robots = self.size > 1 and not assignment.site_level and cfg.robots
         self.robots_out: list[tuple[str, int, bytes]] = []
+        self.holders: HolderTable | None = None
         if use:
             n = cfg.n_phases or self.size
             self.phase_clock = PhaseClock(self.rank, self.size, n, cfg.phase_seconds, cfg.phase_guard,
                                           error=self.clock.error_bound, warmup=cfg.phase_warmup)
+            # who holds which host in which slot (built by rank 0 from the assignment and sent)
+            self.holders = holders if holders is not None else HolderTable(self.size, n, assignment.host_pages())
+        # hand-over of slots (see abc_crawler.phases): which ranks announced work for a shared host,
+        # the hosts others have work for and this rank has none, leases received and given
+        self._work_at: dict[str, int] = {}       # host -> bitmask of other ranks that announced work
+        self._give: set[str] = set()
+        self._leases: dict[str, int] = {}        # host -> slot another rank handed to this one
+        self._released: dict[str, int] = {}      # host -> slot this rank handed over (it keeps off)
         self._test_crash = parse_test_crash(cfg.test_crash, self.size)
         self._window: tuple[int, float, float] | None = None
         self._slot_len = cfg.phase_seconds       # length of the slot of self._window
@@ -379,17 +413,112 @@ class RankCrawler:
             self._window = w
             self._slot_len = pc.slot_length(now)
             if old is not None:
-                # a new slot: elements still queuing for the old phase give their URLs back
-                own = self._own_hosts
-                self.frontier.evict(lambda host: host not in own and (w is None or pc.phase(host) != w[0]))
+                # a new slot: elements still queuing for hosts not held now give their URLs back
+                self.frontier.evict(lambda host: not self._admit(host))
             self.frontier.readmit()              # hosts _admit refused may be admitted now
+            if w is not None and (old is None or old[0] != w[0]):
+                self._new_slot(w[0], now)
         return w
 
     def _admit(self, host: str) -> bool:
-        if host in self._own_hosts:
+        """May this rank contact ``host`` now: its own host, or it holds the host in this slot (by
+        the holder table and not handed over, or by a lease handed to it for this slot)."""
+        h = self.holders
+        if h.exclusive(host) is not None:
             return True
         w = self._window
-        return w is not None and self.phase_clock.phase(host) == w[0]
+        if w is None:
+            return False
+        slot = w[0]
+        if self._leases.get(host) == slot:
+            return True
+        return h.holder(host, slot) == self.rank and self._released.get(host) != slot
+
+    # -- slot hand-over (abc_crawler.phases) ----------------------------------------
+    def _new_slot(self, slot: int, now: float) -> None:
+        """At the start of a slot: forget old leases; hand over the hosts this rank holds now but
+        has nothing queued for, when another rank announced work for them."""
+        if self._leases:
+            self._leases = {h: t for h, t in self._leases.items() if t >= slot}
+        if self._released:
+            self._released = {h: t for h, t in self._released.items() if t >= slot}
+        if not self._give or not self.cfg.slot_handover:
+            return
+        hold = self.holders.holder
+        for host in list(self._give):
+            if self.frontier.host_pending(host) > 0 or not self._work_at.get(host):
+                self._give.discard(host)
+            elif hold(host, slot) == self.rank and host not in self.batches:
+                self._hand_over(host, slot, self.clock.shared())
+
+    def _slot_tick(self) -> None:
+        """A rank with nothing to fetch still follows the slots while it waits for an exchange,
+        so that it hands over the hosts it holds (returns None: no fetch work was done)."""
+        if self._give and self.holders is not None:
+            self._phase_window()
+
+    def _hand_over(self, host: str, slot: int, not_before: float) -> bool:
+        """Give this slot of ``host`` to the next holder in its sequence that announced work; this
+        rank keeps off the host for the rest of the slot (marked before the lease is sent)."""
+        mask = self._work_at.get(host, 0)
+        hold = self.holders.holder
+        for k in range(1, self.holders.q + 1):
+            r = hold(host, slot + k)
+            if r != self.rank and mask >> r & 1:
+                break
+        else:
+            return False
+        self._released[host] = slot
+        self.comm.send_lease(r, f"{host}\t{slot}\t{not_before!r}".encode())
+        self.c.handovers += 1
+        return True
+
+    def _take_leases(self, now: float) -> None:
+        """Leases other ranks sent: this rank may fetch the host within that slot, after the rest."""
+        for data in self.comm.poll_leases():
+            host, slot, nb = data.decode().split("\t")
+            slot = int(slot)
+            w = self._window
+            if w is not None and slot < w[0]:
+                continue                          # the slot is over
+            self._leases[host] = slot
+            self.c.leases += 1
+            wait = float(nb) - self.clock.shared()
+            if wait > 0:
+                self.frontier.blocked_until[host] = max(self.frontier.blocked_until.get(host, 0.0), now + wait)
+            self.frontier.readmit()
+
+    def _announce_work(self) -> bytes:
+        """Shared hosts whose queue here went from empty to not empty or back since the last
+        superstep, as ``host\tflag`` lines for every rank."""
+        changes = self.frontier.take_work_changes()
+        if self.holders is None or not changes:
+            return b""
+        lines = []
+        for host, has in changes:
+            if self.holders.exclusive(host) is not None:
+                continue
+            lines.append(f"{host}\t{1 if has else 0}")
+            if has:
+                self._give.discard(host)
+            elif self._work_at.get(host):
+                self._give.add(host)
+        return ("\n".join(lines)).encode()
+
+    def receive_work(self, src: int, data: bytes) -> None:
+        """Another rank's work announcements."""
+        bit = 1 << src
+        for line in data.decode().split("\n"):
+            host, _, flag = line.partition("\t")
+            mask = self._work_at.get(host, 0)
+            mask = mask | bit if flag == "1" else mask & ~bit
+            if mask:
+                self._work_at[host] = mask
+                if self.frontier.host_pending(host) == 0:
+                    self._give.add(host)
+            else:
+                self._work_at.pop(host, None)
+                self._give.discard(host)
 
     def _start_batches(self, now: float) -> None:
         admit = None
@@ -415,7 +544,7 @@ class RankCrawler:
         0 = must not start (slot over or ending)."""
         if self.phase_clock is None:
             return None
-        if host in self._own_hosts:
+        if self.holders.exclusive(host) is not None:
             return None
         w = self._phase_window()
         if w is None or not self._admit(host):
@@ -477,6 +606,12 @@ class RankCrawler:
         del self.batches[host]
         rest = max(self.cfg.politeness_delay, h.crawl_delay)
         self.frontier.finish(b.element, now, rest)
+        w = self._window
+        if (w is not None and self.cfg.slot_handover and self._work_at.get(host) and self.frontier.host_pending(host) == 0
+                and self.holders.holder(host, w[0]) == self.rank and self._released.get(host) != w[0]
+                and self.holders.exclusive(host) is None):
+            # nothing more here for a host another rank has work for: the rest of the slot is theirs
+            self._hand_over(host, w[0], self.clock.shared() + rest)
 
     def _warm_cut(self, host: str, b: Batch) -> bool:
         """A request cut at the end of a warm-up slot: asked again, not counted towards max-slot-cuts.
@@ -657,14 +792,23 @@ class RankCrawler:
             slot = now + (self.phase_clock.next_start(shared) - shared)
             nxt = slot if nxt is None else min(nxt, slot)
         timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
+        if self.holders is not None:
+            timeout = min(timeout, LEASE_POLL_SECONDS)   # a lease may arrive: curl's select does not wake on it
         t = time.monotonic()
         done = self.fetcher.poll(timeout)
         if not done and not self.fetcher.in_flight:
             dt = time.monotonic() - t
             self.idle_s += dt
-            if self.phase_clock is not None and self.frontier.pending and not self.batches:
-                self.idle_phase_s += dt        # work exists, but none of it in the active phase
+            if not self.frontier.pending and not self.batches:
+                self.idle_empty_s += dt        # nothing to do
+            elif (self.phase_clock is not None and not self.batches
+                  and (self._window is None or not self.frontier.waiting_for_rest(t))):
+                self.idle_slot_s += dt         # work queued, none of it held in this slot
+            else:
+                self.idle_rest_s += dt         # work queued, its hosts resting (politeness, back-off)
         now = time.monotonic()
+        if self.holders is not None:
+            self._take_leases(now)
         for r in done:
             self._on_response(r, now)
         return True
@@ -768,18 +912,24 @@ class RankCrawler:
                 # so the ranks together never exceed the limit.
                 self.budget = my_requests
             payloads = self._payloads()
-            shared = encode_shared(self.robots_out) if self.robots_out else b""
+            shared = _frames(encode_shared(self.robots_out) if self.robots_out else b"", self._announce_work())
             self.robots_out = []
             ex = self.comm.start_superstep(payloads, status, self._take_report(), shared)
             # keep fetching while slower ranks finish their superstep
-            self.comm.wait(ex, idle=lambda: self.drive(0.005) if self.can_progress() else None)
+            t_ex = time.monotonic()
+            self.comm.wait(ex, idle=lambda: self.drive(0.005) if self.can_progress() else self._slot_tick())
+            self.exchange_s += time.monotonic() - t_ex
             g = ex.status
             for src, data in enumerate(ex.received):
                 if src != self.rank:
                     self.receive(data)
             for src, data in enumerate(ex.shared_in):
                 if src != self.rank and data:
-                    self.receive_robots(data)
+                    robots, work = _unframe(data)
+                    if robots:
+                        self.receive_robots(robots)
+                    if work:
+                        self.receive_work(src, work)
             if self.coordinator is not None:
                 t = time.monotonic() - self.t0
                 if self.journal is not None:
@@ -847,6 +997,8 @@ class RankCrawler:
         self.outbox = [[] for _ in range(self.size)]   # nobody will crawl these now
         ex = self.comm.start_superstep([b""] * self.size, self._status(), self._take_report())
         self.comm.wait(ex)
+        if self.holders is not None:
+            self.c.leases_late = self.comm.close_leases()
         if self.coordinator is not None:
             t = time.monotonic() - self.t0
             if self.journal is not None:
@@ -925,7 +1077,13 @@ class RankCrawler:
             "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
             "robots_fetches": self.robots.fetches, "robots_adopted": self.robots.adopted, "batches": c.batches,
             "urls_per_connection": round(c.requests / self.fetcher.connections, 2) if self.fetcher.connections else 0.0,
-            "idle_phase_s": round(self.idle_phase_s, 3), "slot_cuts": c.slot_cuts, "warm_cuts": c.warm_cuts, "retries": c.retries,
+            "idle_phase_s": round(self.idle_slot_s, 3), "idle_slot_s": round(self.idle_slot_s, 3),
+            "idle_rest_s": round(self.idle_rest_s, 3), "idle_empty_s": round(self.idle_empty_s, 3),
+            "exchange_s": round(self.exchange_s, 3), "handovers": c.handovers, "leases": c.leases,
+            "leases_late": c.leases_late,
+            "phase_origin": self.phase_clock.origin if self.phase_clock is not None else None,
+            "crawl_delays": {h: r.crawl_delay for h, r in self.robots.hosts.items() if r.crawl_delay > 0},
+            "slot_cuts": c.slot_cuts, "warm_cuts": c.warm_cuts, "retries": c.retries,
             "dead_hosts": sorted(self.dead_hosts),
             "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
             "phases": self.phase_clock.n_phases if self.phase_clock is not None else 0,

@@ -28,6 +28,8 @@ __all__ = ["Communicator", "SuperstepExchange"]
 
 #: point-to-point tags of the crash protocol (:mod:`abc_crawler.crash`)
 TAG_CRASH, TAG_CRASH_ACK = 7201, 7202
+#: point-to-point tag of phase-slot leases (:mod:`abc_crawler.phases`)
+TAG_LEASE = 7203
 
 
 class SuperstepExchange:
@@ -129,6 +131,7 @@ class Communicator:
         self.comm = comm if comm is not None else MPI.COMM_WORLD
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
+        self._sends: list = []            # point-to-point sends in flight (their buffers kept alive)
 
     def bcast(self, obj, root: int = 0):
         """Small control objects (settings, seeds) from rank 0 to all."""
@@ -141,6 +144,41 @@ class Communicator:
     def allreduce_min(self, value: int) -> int:
         """The smallest of an integer over all ranks (control message)."""
         return self.comm.allreduce(value, op=MPI.MIN)
+
+    def send_lease(self, dst: int, data: bytes) -> None:
+        """Hand a host's phase slot to ``dst`` (a small message; never blocks)."""
+        buf = np.frombuffer(data, dtype=np.uint8).copy()
+        self._sends.append((self.comm.Isend([buf, MPI.BYTE], dest=dst, tag=TAG_LEASE), buf))
+        if len(self._sends) > 64:
+            self._sends = [(r, b) for r, b in self._sends if not r.Test()]
+
+    def poll_leases(self) -> list[bytes]:
+        """Leases other ranks sent this rank since the last call."""
+        out = []
+        status = MPI.Status()
+        while self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG_LEASE, status=status):
+            buf = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+            self.comm.Recv([buf, MPI.BYTE], source=status.Get_source(), tag=TAG_LEASE)
+            out.append(buf.tobytes())
+        if self._sends:
+            self._sends = [(r, b) for r, b in self._sends if not r.Test()]
+        return out
+
+    def close_leases(self) -> int:
+        """At the end of a crawl (collective): take every lease still travelling, so that no
+        message is left unreceived at MPI_Finalize; returns how many came too late to be used."""
+        late = 0
+        req = self.comm.Ibarrier()
+        while not req.Test():
+            late += len(self.poll_leases())
+            time.sleep(0.001)
+        late += len(self.poll_leases())
+        for r, _ in self._sends:
+            if not r.Test():
+                r.Cancel()
+                r.Wait()
+        self._sends = []
+        return late
 
     def barrier(self) -> None:
         """A barrier that does not spin: Ibarrier polled with short sleeps."""

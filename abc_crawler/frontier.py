@@ -150,6 +150,8 @@ class Frontier:
         self._host_names: list[str] = []
         self._head = array("i")           # per host: first URL of its IN_LIST FIFO
         self._tail = array("i")
+        self._hpend = array("i")          # per host: URLs not completed (IN_LIST or IN_PROGRESS)
+        self._work_changed: set[int] = set()   # hosts whose pending count crossed zero
         self._hcol = array("i")           # per host: Bucket column
         # -- scheduling state -----------------------------------------------------
         self.lo = 0                       # first entry that may not be COMPLETED
@@ -193,6 +195,7 @@ class Frontier:
             self._host_names.append(host)
             self._head.append(-1)
             self._tail.append(-1)
+            self._hpend.append(0)
             self._hcol.append(xxhash.xxh3_64_intdigest(host.encode()) % self.n_columns)
         o = self._origin_ids[prefix] = len(self._origin_prefix)
         self._origin_prefix.append(prefix)
@@ -217,6 +220,9 @@ class Frontier:
         self._origin.append(o)
         self._next.append(-1)
         h = self._origin_host[o]
+        if self._hpend[h] == 0:
+            self._work_changed.add(h)
+        self._hpend[h] += 1
         t = self._tail[h]
         if t < 0 or self._head[h] < 0:
             self._head[h] = i
@@ -274,6 +280,10 @@ class Frontier:
             raise ValueError(f"URL #{idx} completed twice")
         self.states[idx] = STALLED if stalled else COMPLETED
         self.n_completed += 1
+        h = self._origin_host[self._origin[idx]]
+        self._hpend[h] -= 1
+        if self._hpend[h] == 0:
+            self._work_changed.add(h)
         c = self._pos[idx] >> CHUNK_BITS
         live = self._chunk_live[c] = self._chunk_live[c] - 1
         if live == 0 and c < len(self._chunks) - 1:
@@ -329,6 +339,24 @@ class Frontier:
     def pending(self) -> int:
         """URLs not completed (IN_LIST or IN_PROGRESS)."""
         return self.n_in_list + self.n_in_progress
+
+    def host_pending(self, host: str) -> int:
+        """URLs of ``host`` not completed (0 for a host never seen)."""
+        h = self._host_ids.get(host)
+        return 0 if h is None else self._hpend[h]
+
+    def take_work_changes(self) -> list[tuple[str, bool]]:
+        """Hosts whose pending count went from zero to more or back since the last call, with
+        whether they have work now (a host that went and came back is reported once, as it is)."""
+        out = [(self._host_names[h], self._hpend[h] > 0) for h in sorted(self._work_changed)]
+        self._work_changed.clear()
+        return out
+
+    def waiting_for_rest(self, now: float) -> bool:
+        """Some host with work is resting (TIMEWAIT) or backing off now."""
+        if self._tw_heap:
+            return True
+        return any(u > now for u, _ in self._blk_heap)
 
     # -- Bucket ------------------------------------------------------------
     def column_of(self, host: str) -> int:
@@ -645,6 +673,9 @@ class Frontier:
                 self._tail[h] = i
         self._next = array("i", nxt.tobytes())
         self._marked = set(np.unique(hosts[live]).tolist()) if live.size else set()
+        pend = np.bincount(hosts[live].astype(np.int64), minlength=nh) if live.size else np.zeros(nh, np.int64)
+        self._hpend = array("i", pend.astype(np.int32).tobytes())
+        self._work_changed = set(np.flatnonzero(pend).tolist())
         # chunk bookkeeping: live counts, reclaim chunks whose URLs are all completed
         pos = np.frombuffer(self._pos, dtype=np.uint32 if self._pos.typecode == "I" else np.uint64)
         counts = np.bincount((pos[a < COMPLETED] >> CHUNK_BITS).astype(np.int64), minlength=len(self._chunks))

@@ -61,6 +61,12 @@ class Assignment:
         """Hosts whose every page, known or new, is owned by ``rank`` (none known here)."""
         return frozenset()
 
+    def host_pages(self) -> dict[str, dict[int, int]]:
+        """host -> {rank: pages of the host that rank owns} for the hosts this assignment knows
+        (a part vector's); any other host's pages are spread over all ranks by the hash. The
+        phase-slot holders follow these shares (:class:`abc_crawler.phases.HolderTable`)."""
+        return {}
+
 
 class HashAssignment(Assignment):
     """Page-level: the URL's fingerprint decides."""
@@ -114,14 +120,21 @@ class PartvecAssignment(Assignment):
         self._host = dict(zip(pv.hosts, pv.host_rank_.tolist()))
         self.fallback_host = 0
         self.fallback_hash = 0
-        # a host all of whose vector pages sit on one rank: its new pages go there too (rule 2)
-        ranks_of: dict[str, set[int]] = {}
+        # pages of each host per rank; a host all of whose vector pages sit on one rank: its new
+        # pages go there too (rule 2)
+        pages: dict[str, dict[int, int]] = {}
         for u, r in zip(pv.urls, pv.url_rank.tolist()):
-            ranks_of.setdefault(host_of(u), set()).add(r)
+            d = pages.setdefault(host_of(u), {})
+            d[r] = d.get(r, 0) + 1
+        for h, d in pages.items():
+            maj = self._host.get(h)
+            if maj is not None and maj not in d:    # new pages of h go to maj: it holds h too
+                d[maj] = 1
+        self._host_pages = pages
         exclusive: dict[int, set[str]] = {}
-        for h, rs in ranks_of.items():
-            if len(rs) == 1 and self._host.get(h) in rs:
-                exclusive.setdefault(next(iter(rs)), set()).add(h)
+        for h, d in pages.items():
+            if len(d) == 1:
+                exclusive.setdefault(next(iter(d)), set()).add(h)
         self._exclusive = {r: frozenset(hs) for r, hs in exclusive.items()}
 
     def owner(self, url: str, fp: int | None = None) -> int:
@@ -142,6 +155,9 @@ class PartvecAssignment(Assignment):
         """Hosts whose every page in the vector is on ``rank``: rule 2 sends their new pages
         there too, so no other rank ever fetches them (phase slots are not needed for them)."""
         return self._exclusive.get(rank, frozenset())
+
+    def host_pages(self) -> dict[str, dict[int, int]]:
+        return self._host_pages
 
 
 def load_partvec_assignment(path: str, ranks: int, remap: bool = False) -> PartvecAssignment:

@@ -1,11 +1,9 @@
-"""KSpider's phase swapping: no two ranks talk to one host in the same time slot.
+"""Phase slots: no two ranks talk to one host at the same time.
 
-Under page-level assignment the pages of one host are spread over all ranks.
-Hosts are hashed into ``n_phases >= K`` phases; time is cut into slots of
-``phase_seconds`` on a clock shared by all ranks (rank 0's, see
-:mod:`abc_crawler.clock`); in slot ``t`` rank ``r`` serves only hosts of phase
-``(r + t) mod n_phases``. Since ``r ↦ (r + t) mod n`` is injective for
-``n >= K``, the ranks serve pairwise distinct phases in every slot.
+Under page-level assignment the pages of one host are spread over several
+ranks. Time is cut into slots of ``phase_seconds`` on a clock shared by all
+ranks (rank 0's, see :mod:`abc_crawler.clock`), and in every slot each shared
+host has exactly one *holder* (below), the only rank that may contact it.
 
 A request never outlives its slot: no request starts in the last
 ``phase_guard`` seconds of a slot, and its curl timeout is capped at the slot
@@ -14,48 +12,86 @@ slot (it is not counted as a failure). The guard band at both ends of a slot
 covers the clock error: each rank uses the larger of ``phase_guard`` (a floor)
 and its own measured error bound (half the round trip of its best clock
 sample plus drift since then, :meth:`abc_crawler.clock.SharedClock.error_bound`).
-Two ranks serving one phase in consecutive slots would have to err by more than
+The holders of one host in consecutive slots would have to err by more than
 the sum of their guards to overlap, and each guard is at least its rank's
 error. If the bound is not known (no sync yet) or too large, the guard is
 capped at 40 % of the slot.
 
-Warm-up. While the frontier fills, a URL found for a host of another phase
-waits about half a rotation (``n_phases`` slots) before its owner may fetch
-it, at every link depth. So the rotation starts fast: counted from an
+Warm-up. While the frontier fills, a URL found for a host another rank holds
+now waits about half a rotation (``n_phases`` slots) before its owner may
+fetch it, at every link depth. So the rotation starts fast: counted from an
 ``origin`` all ranks agree on, the first ``n_phases`` slots last
 ``phase_seconds / 2**warmup``, the next ``n_phases`` twice that, and so on
 until slots reach ``phase_seconds`` (with ``warmup = 3`` and 1 s slots at
 K = 8: 8 slots of 0.125 s, 8 of 0.25 s, 8 of 0.5 s, then 1 s slots; fewer
 halvings when a slot would be shorter than 50 ms or four guard bands). Slot
-numbers keep counting up by one, so the ranks still serve pairwise distinct
-phases in every slot, and every rank serves every phase once at every length:
-a page too slow for the short slots is cut at most ``warmup`` times per rank,
+numbers keep counting up by one, so holders stay one per slot; under equal
+shares every rank holds every host once per ``n_phases`` slots at every length,
+so a page too slow for the short slots is cut at most ``warmup`` times per rank,
 and those cuts do not count towards ``max_slot_cuts``.
+
+Holders (a departure from KSpider). KSpider hashes hosts into phases and lets
+rank ``r`` serve phase ``(r + t) mod n`` in slot ``t``: every rank then holds
+every host once per rotation. That assumes every host has pages on every rank
+(hash assignment). A part vector does the opposite — it gathers a host's pages
+on one or a few ranks — and under the plain rotation a host whose pages sit on
+2 of 8 ranks would be fetched in only 2 slots of 8. So the unit here is the
+*holder*: for host h with owning ranks S_h (the ranks the assignment gives pages
+of h; all ranks under hash, or for a host the part vector does not know), exactly
+one rank of S_h holds h in each slot, :func:`holder` — a pure function of (h, t,
+S_h, the ranks' shares of h's pages): the slots of a period of ``q`` are
+apportioned to the ranks of S_h in proportion to their pages (each at least
+one slot, :func:`slot_weights`), laid out by a smooth weighted round robin
+(:func:`swrr_sequence`: the counts of any prefix stay within one slot of the
+shares) and shifted by a hash of the host, so that the hosts a rank holds in a
+slot are spread evenly. Under hash (equal shares over all ranks) this is
+KSpider's rotation. A host with |S_h| = 1 is fetched by its rank in every slot,
+with no guard bands (nobody else ever contacts it). Safety does not depend on
+the table: one function value per (host, slot) means one holder per slot, and
+the guard bands keep consecutive holders apart whatever the clocks' error.
+
+A holder with nothing queued for a host hands its slot over (see
+:mod:`abc_crawler.crawler`): every rank announces in the superstep exchange which
+shared hosts it has work for; the holder of a host it has no work for sends a
+*lease* for that slot (point to point) to one rank that announced work, and
+stops contacting the host for the rest of the slot before it sends. The
+receiver fetches the host only within that slot, after the politeness rest the
+lease carries. The lease is the only way a non-holder may fetch a shared host,
+and only one is sent per (host, slot), so two ranks never hold one host at once.
 
 Examples
 --------
->>> [active_phase(r, slot=3, n_phases=4) for r in range(4)]
-[3, 0, 1, 2]
+>>> swrr_sequence(((0, 3), (1, 1)))
+(0, 0, 1, 0)
+>>> slot_weights({0: 900, 1: 100}, 8)
+((0, 7), (1, 1))
 >>> slot_of(10.7, 2.0), slot_bounds(5, 2.0)
 (5, (10.0, 12.0))
 """
 from __future__ import annotations
 
 import math
+from typing import Mapping
 
 import xxhash
 
-__all__ = ["phase_of", "active_phase", "slot_of", "slot_bounds", "PhaseClock"]
+__all__ = ["uses_phases", "slot_of", "slot_bounds", "slot_weights", "swrr_sequence", "holder", "HolderTable", "PhaseClock",
+           "HOLDER_RESOLUTION"]
+
+#: slots of a holder period per phase: a host's period is ``HOLDER_RESOLUTION * n_phases`` slots,
+#: so shares are followed to 1 / (4 n) (at K = 8: one slot in 32)
+HOLDER_RESOLUTION = 4
 
 
-def phase_of(host: str, n_phases: int) -> int:
-    """Phase of a host: a real hash of the host name (with port) mod n_phases."""
-    return xxhash.xxh3_64_intdigest(b"phase:" + host.encode()) % n_phases
+def uses_phases(mode: str, site_level: bool, ranks: int) -> bool:
+    """``--phases``: ``on``; ``off``; ``auto`` = on where two ranks can share a host (page-level
+    assignment with more than one rank)."""
+    return mode == "on" or (mode == "auto" and not site_level and ranks > 1)
 
 
-def active_phase(rank: int, slot: int, n_phases: int) -> int:
-    """The phase rank ``rank`` serves in slot ``slot``."""
-    return (rank + slot) % n_phases
+def host_key(host: str) -> int:
+    """The 64-bit key of a host (with port) in holder tables and work announcements."""
+    return xxhash.xxh3_64_intdigest(b"phase:" + host.encode())
 
 
 def slot_of(t: float, phase_seconds: float) -> int:
@@ -65,6 +101,101 @@ def slot_of(t: float, phase_seconds: float) -> int:
 
 def slot_bounds(slot: int, phase_seconds: float) -> tuple[float, float]:
     return slot * phase_seconds, (slot + 1) * phase_seconds
+
+
+def slot_weights(pages: Mapping[int, int | float], q: int) -> tuple[tuple[int, int], ...]:
+    """Apportion ``q`` slots to the ranks of ``pages`` (rank -> its pages of the host, > 0) in
+    proportion to their pages, each rank at least one slot; ``((rank, slots), ...)`` by rank.
+
+    Largest remainders, ties to the smaller rank; deterministic, so every rank gets the same.
+    """
+    ranks = sorted(r for r, p in pages.items() if p > 0)
+    if not ranks:
+        raise ValueError("slot_weights: no rank holds pages of the host")
+    if q < len(ranks):
+        raise ValueError(f"slot_weights: {q} slots cannot give each of {len(ranks)} ranks one")
+    total = float(sum(pages[r] for r in ranks))
+    quota = {r: q * pages[r] / total for r in ranks}
+    w = {r: max(1, math.floor(quota[r])) for r in ranks}
+    while sum(w.values()) < q:
+        r = max(ranks, key=lambda r: (quota[r] - w[r], -r))
+        w[r] += 1
+    while sum(w.values()) > q:
+        r = min((r for r in ranks if w[r] > 1), key=lambda r: (quota[r] - w[r], r))
+        w[r] -= 1
+    return tuple((r, w[r]) for r in ranks)
+
+
+def swrr_sequence(weights: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """Smooth weighted round robin (nginx's): ``sum(weights)`` slots, rank r in exactly w_r of them,
+    spread so that in every prefix each rank's count is within one slot of its share."""
+    total = sum(w for _, w in weights)
+    cur = {r: 0 for r, _ in weights}
+    seq = []
+    for _ in range(total):
+        for r, w in weights:
+            cur[r] += w
+        best = max(cur, key=lambda r: (cur[r], -r))
+        cur[best] -= total
+        seq.append(best)
+    return tuple(seq)
+
+
+def holder(key: int, slot: int, seq: tuple[int, ...]) -> int:
+    """The rank that holds the host with key ``key`` in ``slot``, given its sequence."""
+    return seq[(slot + key) % len(seq)]
+
+
+class HolderTable:
+    """Who holds which host in which slot: built once on rank 0 from the assignment and sent to
+    every rank (pure data: the same table gives the same answers everywhere).
+
+    ``host_pages``: host -> {rank: pages} for the hosts the assignment knows (a part vector's
+    hosts); every other host is shared by all ranks with equal shares (hash).
+    """
+
+    def __init__(self, ranks: int, n_phases: int, host_pages: Mapping[str, Mapping[int, int]] | None = None):
+        if n_phases < ranks:
+            raise ValueError(f"phases: n-phases ({n_phases}) must be >= the number of ranks ({ranks})")
+        self.ranks = ranks
+        self.q = HOLDER_RESOLUTION * n_phases
+        self.default = swrr_sequence(slot_weights({r: 1 for r in range(ranks)}, self.q))
+        seqs: dict[tuple, tuple[int, ...]] = {}
+        self.table: dict[str, tuple[int, ...]] = {}    # host -> its slot sequence (ranks in slot order)
+        for host, pages in (host_pages or {}).items():
+            w = slot_weights(pages, self.q)
+            self.table[host] = seqs.setdefault(w, swrr_sequence(w))
+        self._cache: dict[str, tuple[int, tuple[int, ...], frozenset[int]]] = {}
+
+    def __getstate__(self):
+        return {"ranks": self.ranks, "q": self.q, "default": self.default, "table": self.table}
+
+    def __setstate__(self, st):
+        self.__dict__.update(st)
+        self._cache = {}
+
+    def _entry(self, host: str) -> tuple[int, tuple[int, ...], frozenset[int]]:
+        e = self._cache.get(host)
+        if e is None:
+            seq = self.table.get(host, self.default)
+            e = self._cache[host] = (host_key(host), seq, frozenset(seq))
+        return e
+
+    def holder(self, host: str, slot: int) -> int:
+        key, seq, _ = self._entry(host)
+        return seq[(slot + key) % len(seq)]
+
+    def ranks_of(self, host: str) -> frozenset[int]:
+        """S_h: the ranks that may hold ``host``."""
+        return self._entry(host)[2]
+
+    def key(self, host: str) -> int:
+        return self._entry(host)[0]
+
+    def exclusive(self, host: str) -> int | None:
+        """The rank that holds ``host`` in every slot, or None when it is shared."""
+        s = self._entry(host)[2]
+        return next(iter(s)) if len(s) == 1 else None
 
 
 #: shortest warm-up slot, seconds (``phase_warmup`` is lowered until no slot is shorter)
@@ -93,7 +224,6 @@ class PhaseClock:
         self.warmup = warmup
         self.origin: float | None = None
         self.set_origin(origin)
-        self._cache: dict[str, int] = {}
 
     def set_origin(self, origin: float | None) -> None:
         """Start the warm-up at shared time ``origin`` (None: no warm-up, regular slots only).
@@ -147,21 +277,15 @@ class PhaseClock:
         """Guard band of a regular slot now."""
         return self.guard_for(self.phase_seconds)
 
-    def phase(self, host: str) -> int:
-        p = self._cache.get(host)
-        if p is None:
-            p = self._cache[host] = phase_of(host, self.n_phases)
-        return p
-
     def window(self, t: float) -> tuple[int, float, float] | None:
-        """(active phase, usable start, usable end) of the slot containing shared time ``t``,
+        """(slot number, usable start, usable end) of the slot containing shared time ``t``,
         or None when ``t`` is in a guard band."""
         s, a, b = self.slot(t)
         g = self.guard_for(b - a)
         lo, hi = a + g, b - g
         if not lo <= t < hi:
             return None
-        return active_phase(self.rank, s, self.n_phases), lo, hi
+        return s, lo, hi
 
     def slot_length(self, t: float) -> float:
         _, a, b = self.slot(t)

@@ -21,7 +21,7 @@ from .exceptions import AbcError, ConfigError
 from .exchange import Communicator
 from .metrics import imbalance_pct
 from .ownership import make_assignment
-from .phases import PhaseClock
+from .phases import HolderTable, PhaseClock, uses_phases
 from .progress import Progress, format_bytes
 from .scope import Scope, read_seeds
 from .checkpoint import Journal, checkpoint_steps
@@ -67,9 +67,12 @@ def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
         crash.parse_test_crash(cfg.test_crash, ranks)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    if cfg.phases == "on" or (cfg.phases == "auto" and not assignment.site_level):
+    holders = None
+    if uses_phases(cfg.phases, assignment.site_level, ranks):
         try:
             PhaseClock(0, ranks, cfg.n_phases or ranks, cfg.phase_seconds, cfg.phase_guard)
+            # who holds which host in which slot: built here once, sent to every rank
+            holders = HolderTable(ranks, cfg.n_phases or ranks, assignment.host_pages())
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     session_dir = cfg.session_dir or str(Path("sessions") / datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
@@ -79,7 +82,7 @@ def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
     sd.mkdir(parents=True, exist_ok=True)
     # Rank 0 read the assignment (a part vector may exist on its file system only); it is sent to all.
     return {"scope": scope, "seeds": seeds, "seed_problems": len(problems), "session_dir": str(sd),
-            "assignment": assignment}
+            "assignment": assignment, "holders": holders}
 
 
 def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=None,
@@ -126,7 +129,8 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
                     p.unlink(missing_ok=True)
     assignment = prep["assignment"]
     progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out) if comm.rank == 0 else None
-    crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress)
+    crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress,
+                          holders=prep["holders"])
     crash.CONTEXT.superstep = lambda: crawler.superstep
     hostnames = comm.gather(platform.node())
     started = _utc()
@@ -206,7 +210,9 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         graph_stats["in_degree_hist"] = ks.get("in_degree_hist")
         graph_stats["out_degree_hist"] = ks.get("out_degree_hist")
     per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
-        k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "batches", "urls_per_connection",
+        k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
+                          "idle_empty_s", "exchange_s", "handovers", "leases", "leases_late", "phase_origin",
+                          "batches", "urls_per_connection",
                           "connections", "robots_fetches", "robots_adopted", "duplicates", "slot_cuts", "warm_cuts", "retries", "phases", "phase_warmup",
                           "clock_offset_s",
                           "clock_rtt_s", "clock_syncs", "max_rss_kb")} for s in summaries]
@@ -256,12 +262,45 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "links": dict(sorted(links.items())),
         "out_of_scope_hosts": dict(sorted(oos.items(), key=lambda kv: -kv[1])[:50]),
         "graph": graph_stats,
+        "bounds": time_bounds(co, summaries, cfg, wall),
     }
     atomic_write_json(sd / "stats.json", stats)
     manifest = _manifest(cfg, len(summaries), hostnames, assignment, started, _utc(), stopped, session_dir)
     manifest["resumed"] = list(resumes)
     atomic_write_json(sd / "manifest.json", manifest)
     _print_summary(stats, session_dir, out)
+
+
+def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> dict:
+    """What bounded the session's wall time: a host (its politeness-bound makespan: batches of
+    ``batch-urls`` requests, each followed by the host's rest, plus Crawl-delay between requests), a
+    rank (its busy time: wall time minus its idle time), or the exchange (time in exchanges)."""
+    from collections import Counter
+
+    from .urls import host_of
+
+    delays: dict[str, float] = {}
+    for s in summaries:
+        for h, d in s.get("crawl_delays", {}).items():
+            delays[h] = max(delays.get(h, 0.0), d)
+    req = Counter(host_of(co.urls[i]) for i, r in enumerate(co.rank) if r >= 0 and co.urls[i])
+    L = cfg.batch_urls
+
+    def bound(h: str, n: int) -> float:
+        d = delays.get(h, 0.0)
+        return -(-n // L) * max(cfg.politeness_delay, d) + max(0, n - -(-n // L)) * d
+
+    hosts = sorted(((bound(h, n), h, n) for h, n in req.items()), reverse=True)[:top]
+    busy = [round(wall - s["idle_s"], 3) for s in summaries]
+    return {
+        "wall_s": round(wall, 3),
+        "host_bound_s": round(hosts[0][0], 3) if hosts else 0.0,
+        "hosts": [{"host": h, "requests": n, "bound_s": round(b, 3)} for b, h, n in hosts],
+        "rank_busy_s": busy,
+        "exchange_s": [s.get("exchange_s", 0.0) for s in summaries],
+        "idle_slot_s": [s.get("idle_slot_s", 0.0) for s in summaries],
+        "idle_empty_s": [s.get("idle_empty_s", 0.0) for s in summaries],
+    }
 
 
 def _print_summary(stats: dict, session_dir: str, out) -> None:
@@ -275,6 +314,7 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
         ("messages thesis / MPI", f"{ex['messages_thesis']} / {ex['messages_mpi']} in {ex['supersteps']} supersteps"),
         ("imbalance storage / requests", f"{im['storage_pct']:.1f} % / {im['request_pct']:.1f} %"),
         ("overlap pages", str(stats["overlap_pages"])),
+        ("time bounds", _bounds_line(stats["bounds"])),
         ("graph", f"{g.get('nodes')} nodes, {g.get('edges')} edges, {g.get('scc_count', '-')} SCC, "
                   f"{g.get('dangling', '-')} dangling, diameter {g.get('diameter', '-')}, "
                   f"avg distance {g.get('avg_distance', '-')}"),
@@ -284,3 +324,13 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"  {k:<{width}}  {v}", file=out)
+
+
+def _bounds_line(b: dict) -> str:
+    """One line: the politeness bound of the biggest host against the wall time, the busiest rank,
+    and the ranks' time waiting for a slot with work queued."""
+    host = b["hosts"][0]["host"] if b["hosts"] else "-"
+    busy = max(b["rank_busy_s"], default=0.0)
+    slot = max(b["idle_slot_s"], default=0.0)
+    return (f"wall {b['wall_s']:.1f} s; biggest host {host} politeness-bound {b['host_bound_s']:.1f} s; "
+            f"busiest rank {busy:.1f} s; most waiting for a slot {slot:.1f} s")

@@ -1,31 +1,106 @@
 """Phase swapping (KSpider) and the NTP-style clock: pure functions, no MPI."""
 import itertools
+import json
+import os
+import pickle
 import random
+import subprocess
+import sys
+from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from abc_crawler.clock import SharedClock, estimate_offset
 from abc_crawler.frontier import Frontier, IN_LIST, QUEUING
-from abc_crawler.phases import PhaseClock, active_phase, phase_of, slot_bounds, slot_of
+from abc_crawler.phases import HolderTable, PhaseClock, slot_bounds, slot_of, slot_weights, swrr_sequence
+
+
+HOSTS = [f"h{i:03d}.test" for i in range(400)]
 
 
 @pytest.mark.parametrize("ranks,n_phases", [(1, 1), (2, 2), (4, 4), (4, 7), (8, 8), (8, 13)])
-def test_every_rank_on_a_distinct_phase_in_every_slot(ranks, n_phases):
-    for slot in range(3 * n_phases):
-        phases = [active_phase(r, slot, n_phases) for r in range(ranks)]
-        assert len(set(phases)) == ranks
-    # and every rank visits every phase within n_phases slots
-    for r in range(ranks):
-        assert {active_phase(r, t, n_phases) for t in range(n_phases)} == set(range(n_phases))
+def test_equal_shares_are_kspiders_rotation(ranks, n_phases):
+    """Under hash (no host known to the assignment) every rank holds every host once per
+    n_phases slots — more often when n_phases > ranks — and in every slot the hosts are spread
+    evenly over the ranks."""
+    t = HolderTable(ranks, n_phases)
+    for h in HOSTS[:50]:
+        seq = [t.holder(h, s) for s in range(3 * n_phases)]
+        for a in range(2 * n_phases):
+            assert set(seq[a:a + n_phases]) == set(range(ranks))
+    for slot in range(5):
+        counts = Counter(t.holder(h, slot) for h in HOSTS)
+        assert set(counts) == set(range(ranks))
+        assert max(counts.values()) - min(counts.values()) <= 0.75 * len(HOSTS) / ranks   # hash spread
 
 
-def test_phase_of_is_a_stable_spread_hash():
-    hosts = [f"h{i:03d}.test" for i in range(400)]
-    counts = [0] * 8
-    for h in hosts:
-        counts[phase_of(h, 8)] += 1
-        assert phase_of(h, 8) == phase_of(h, 8)
-    assert min(counts) > 25
+share_maps = st.dictionaries(st.integers(0, 7), st.integers(1, 3000), min_size=1, max_size=8)
+
+
+@given(st.integers(1, 8), share_maps, st.integers(0, 10**6))
+@settings(max_examples=150, deadline=None)
+def test_holder_properties_for_random_assignments(n_phases_extra, pages, slot0):
+    ranks = max(pages) + 1
+    n_phases = ranks + n_phases_extra - 1
+    table = HolderTable(ranks, n_phases, {"split.test": pages})
+    q = table.q
+    holders = [table.holder("split.test", slot0 + k) for k in range(q)]
+    # exactly one holder per slot (a function value), and it owns pages of the host
+    assert set(holders) <= set(pages) and table.ranks_of("split.test") == frozenset(pages)
+    # the slots of a period follow the page shares within the rounding of the slot count
+    total = sum(pages.values())
+    tiny = sum(1 for p in pages.values() if q * p / total < 1)
+    counts = Counter(holders)
+    for r, p in pages.items():
+        assert counts[r] >= 1
+        assert abs(counts[r] - q * p / total) < 1 + tiny
+    # every rank computes the same table: another insertion order, a pickled copy, another process
+    other = HolderTable(ranks, n_phases, {"split.test": dict(reversed(list(pages.items())))})
+    copy = pickle.loads(pickle.dumps(table))
+    for k in range(q):
+        assert other.holder("split.test", slot0 + k) == copy.holder("split.test", slot0 + k) == holders[k]
+    # a host with all its pages on one rank is that rank's in every slot
+    one = HolderTable(ranks, n_phases, {"one.test": {max(pages): 5}})
+    assert one.exclusive("one.test") == max(pages)
+    assert (table.exclusive("split.test") is None) == (len(pages) > 1)
+
+
+def test_holder_table_is_the_same_in_another_process():
+    pages = {"a.test": {0: 2135, 3: 1}, "b.test": {1: 10, 2: 30, 3: 60}}
+    table = HolderTable(4, 4, pages)
+    mine = [[table.holder(h, s) for s in range(200)] for h in ("a.test", "b.test", "c.test")]
+    code = ("import json, sys; from abc_crawler.phases import HolderTable; "
+            "p = {h: {int(r): n for r, n in d.items()} for h, d in json.loads(sys.argv[1]).items()}; "
+            "t = HolderTable(4, 4, p); "
+            "print(json.dumps([[t.holder(h, s) for s in range(200)] for h in ('a.test', 'b.test', 'c.test')]))")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(pages)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONHASHSEED": "12345"}, check=True).stdout
+    assert json.loads(out) == mine
+    # 2135 of 2136 pages on rank 0: rank 0 holds a.test in 15 of every 16 slots, rank 3 in 1
+    assert Counter(mine[0][:16]) == {0: 15, 3: 1}
+
+
+@pytest.mark.parametrize("pages,q,expected", [
+    ({0: 900, 1: 100}, 8, ((0, 7), (1, 1))),
+    ({0: 1, 1: 1, 2: 1}, 12, ((0, 4), (1, 4), (2, 4))),
+    ({0: 2135, 3: 1}, 32, ((0, 31), (3, 1))),
+    ({2: 5}, 4, ((2, 4),)),
+])
+def test_slot_weights(pages, q, expected):
+    assert slot_weights(pages, q) == expected
+    seq = swrr_sequence(expected)
+    assert len(seq) == q and Counter(seq) == dict(expected)
+
+
+def test_swrr_prefixes_stay_within_one_slot_of_the_shares():
+    w = ((0, 5), (1, 2), (2, 1))
+    seq = swrr_sequence(w)
+    for n in range(1, len(seq) + 1):
+        c = Counter(seq[:n])
+        for r, x in w:
+            assert abs(c[r] - n * x / 8) < 1 + 1e-9
 
 
 def test_slots_and_windows():
@@ -33,24 +108,23 @@ def test_slots_and_windows():
     assert slot_bounds(2, 0.5) == (1.0, 1.5)
     pc = PhaseClock(rank=1, ranks=4, n_phases=4, phase_seconds=2.0, guard=0.1)
     assert pc.window(10.05) is None                   # guard band at the start of slot 5
-    assert pc.window(10.5) == (active_phase(1, 5, 4), 10.1, 11.9)
+    assert pc.window(10.5) == (5, 10.1, 11.9)
     assert pc.window(11.95) is None                   # guard band at the end
     assert pc.next_start(10.05) == pytest.approx(10.1)
     assert pc.next_start(10.5) == pytest.approx(12.1)
 
 
-def test_windows_of_different_ranks_on_one_phase_never_overlap():
-    """For any phase, the usable windows of all ranks are disjoint in time."""
+def test_holders_of_one_host_never_overlap():
+    """For any host, the usable windows in which its holders may contact it are disjoint in time."""
     ranks, n, T, guard = 4, 5, 1.0, 0.1
     clocks = [PhaseClock(r, ranks, n, T, guard) for r in range(ranks)]
-    owner_at = {}
+    table = HolderTable(ranks, n, {"b.test": {0: 5, 2: 1}})
     for k in range(2000):
         t = k * 0.0137
-        for r, pc in enumerate(clocks):
-            w = pc.window(t)
-            if w is not None:
-                key = (w[0], slot_of(t, T))
-                assert owner_at.setdefault(key, r) == r
+        for host in ("a.test", "b.test"):
+            holding = [r for r, pc in enumerate(clocks)
+                       if (w := pc.window(t)) is not None and table.holder(host, w[0]) == r]
+            assert len(holding) <= 1
 
 
 def test_phase_clock_validates():
@@ -106,7 +180,7 @@ def test_guard_follows_the_clock_error_bound():
     assert pc.guard == 0.005 and pc.window(3.004) is None and pc.window(3.006) is not None
     err[0] = 0.03
     assert pc.guard == 0.03 and pc.window(3.02) is None and pc.window(3.98) is None
-    assert pc.window(3.5) == (active_phase(0, 3, 2), 3.03, 3.97)
+    assert pc.window(3.5) == (3, 3.03, 3.97)
     assert pc.next_start(3.5) == pytest.approx(4.03)
     err[0] = float("inf")                               # never synchronized: the most it may take
     assert pc.guard == pytest.approx(0.4) and pc.window(3.5) is not None and pc.window(3.3) is None
@@ -120,10 +194,13 @@ def test_windows_with_per_rank_guards_never_overlap_in_true_time():
     errs = [0.0] + [rng.uniform(0, 0.02) for _ in range(ranks - 1)]
     offs = [rng.uniform(-e, e) for e in errs]          # true error of each rank's shared clock
     clocks = [PhaseClock(r, ranks, n, T, 0.001, error=(lambda e=e: e)) for r, e in enumerate(errs)]
+    table = HolderTable(ranks, n, {"b.test": {1: 3, 3: 1}})
     for k in range(20000):
         t = k * 0.000731
-        phases = [w[0] for r, pc in enumerate(clocks) if (w := pc.window(t + offs[r])) is not None]
-        assert len(phases) == len(set(phases))
+        for host in ("a.test", "b.test", "c.test"):
+            holding = [r for r, pc in enumerate(clocks)
+                       if (w := pc.window(t + offs[r])) is not None and table.holder(host, w[0]) == r]
+            assert len(holding) <= 1
 
 
 def test_shared_clock_error_bound():
@@ -172,22 +249,26 @@ def test_warmup_schedule_matches_the_slot_by_slot_definition(n, m, L):
         assert pc.next_start((a + b) / 2) == pytest.approx(a2 + pc.guard_for(b2 - a2))
 
 
-def test_warmup_keeps_ranks_on_distinct_phases_and_visits_every_phase_at_every_length():
+def test_warmup_keeps_one_holder_and_every_rank_holds_every_host_at_every_length():
     ranks, n, m, L = 4, 4, 3, 1.0
     clocks = [PhaseClock(r, ranks, n, L, 0.002, warmup=m, origin=1000.0) for r in range(ranks)]
-    seen = {r: {} for r in range(ranks)}                 # rank -> slot length -> phases served
+    table = HolderTable(ranks, n)
+    hosts = HOSTS[:12]
+    seen = {r: {} for r in range(ranks)}                 # rank -> slot length -> hosts held
     t = 999.0
     while t < 1000.0 + 2 * n * L + n * L:
         ws = [pc.window(t) for pc in clocks]
-        phases = [w[0] for w in ws if w is not None]
-        assert len(phases) == len(set(phases))
+        for h in hosts:
+            holding = [r for r, w in enumerate(ws) if w is not None and table.holder(h, w[0]) == r]
+            assert len(holding) <= 1
         for r, w in enumerate(ws):
             if w is not None:
-                seen[r].setdefault(round(clocks[r].slot_length(t), 6), set()).add(w[0])
+                seen[r].setdefault(round(clocks[r].slot_length(t), 6), set()).update(
+                    h for h in hosts if table.holder(h, w[0]) == r)
         t += 0.00317
     for r in range(ranks):
         assert sorted(seen[r]) == [0.125, 0.25, 0.5, 1.0]
-        assert all(v == set(range(n)) for v in seen[r].values())
+        assert all(v == set(hosts) for v in seen[r].values())
 
 
 def test_warmup_validation_names_the_setting():

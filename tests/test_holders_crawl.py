@@ -1,0 +1,138 @@
+"""Phase-slot holders under a part vector, proven by the server's log at 4 ranks.
+
+The part vector gives the biggest host's pages to two ranks, very unevenly: rank 0 holds every
+page this web really has, rank 2 holds pages of the host that the web no longer has (a previous
+session's pages that are gone). Rank 2 therefore holds the host in about half of the slots but
+never has work for it. With slot hand-over, rank 2 gives each such slot to rank 0, so the host
+is fetched in every slot while its pages last; without it (the control), those slots stay idle.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from abc_crawler.partition.partvec import make_partvec, save_partvec
+from abc_crawler.phases import PhaseClock
+from abc_crawler.session import SessionGraph, load_graph
+from abc_crawler.urls import host_of
+from crawlcheck import check_session, crawl_cli, generate, host_overlaps, read_log, serve
+
+K = 4
+SLOT = 0.3
+ARGS = ("--politeness-delay", "0.05", "--phase-seconds", str(SLOT), "--phase-warmup", "0", "--batch-urls", "8",
+        "--no-stats")
+
+
+@pytest.fixture(scope="module")
+def split_web(tmp_path_factory):
+    """A web, its hash session, and a part vector that splits the biggest host between ranks 0 and 2."""
+    d = tmp_path_factory.mktemp("holders")
+    web = d / "web"
+    generate(web, n_hosts=6, n_pages=600, seed=16)
+    s1 = d / "s1"
+    with serve(web):
+        r = crawl_cli(K, web, s1, "--no-stats")
+    assert r.returncode == 0, r.stderr[-2000:]
+    g = load_graph(s1)
+    requested = [u for u, rk in zip(g.urls, g.url_rank.tolist()) if rk >= 0 and u]
+    by_host = Counter(host_of(u) for u in requested)
+    big = by_host.most_common(1)[0][0]
+    gone = [f"http://{big}/gone/{i}.html" for i in range(by_host[big])]   # as many pages as it has
+    urls = requested + gone
+    others = sorted(h for h in by_host if h != big)
+    parts = np.array([0 if host_of(u) == big else 1 + others.index(host_of(u)) % 3 for u in requested]
+                     + [2] * len(gone))
+    vg = SessionGraph.from_urls(urls, ranks=K)
+    vg.url_rank = parts.astype(np.int16)
+    vg.url_status = np.full(len(urls), 200, np.int16)
+    vg.url_bytes = np.full(len(urls), 1000, np.int64)
+    vg.url_superstep = np.zeros(len(urls), np.int32)
+    vg.url_node = np.arange(len(urls), dtype=np.int32)
+    vg.node_url = np.arange(len(urls), dtype=np.int32)
+    pv = d / "pv.npz"
+    save_partvec(pv, make_partvec(vg, parts, K, "page-gp"))
+    return web, pv, big
+
+
+def _crawl(split_web, tmp_path, name, *extra):
+    web, pv, big = split_web
+    log = tmp_path / f"{name}.log"
+    session = tmp_path / name
+    with serve(web, log, latency=0.003):
+        r = crawl_cli(K, web, session, "--assign", str(pv), *ARGS, *extra, timeout=240)
+    assert r.returncode == 0, r.stderr[-3000:]
+    stats = json.loads((session / "stats.json").read_text())
+    return session, log, read_log(log), stats
+
+
+#: a link found on a page reaches its owner with the next exchange and the owner announces its
+#: work with the one after: a URL is certainly queued somewhere from this long after the page that
+#: links to it was fetched (two supersteps at the default 0.5 s)
+QUEUED_AFTER = 1.0
+
+
+def _idle_slots(rows, session, host):
+    """(regular slots in which the host had queued work but nobody requested it, regular slots in
+    which it had queued work). "Queued" from the log and the graph alone: a page of the host is
+    queued from QUEUED_AFTER seconds after the first page linking to it was fetched until its own
+    request starts."""
+    name = host.split(":")[0]
+    fetched: dict[str, tuple[float, float]] = {}
+    for r in rows:
+        fetched.setdefault(f"{r['host'].split(':')[0]}{r['path']}", (r["t_start"], r["t_end"]))
+    g = load_graph(session)
+    key = [(host_of(u).split(":")[0] + u[u.index("/", u.index("://") + 3):]) if u else "" for u in g.urls]
+    found: dict[int, float] = {}
+    for s_, d_ in zip(g.link_src.tolist(), g.link_dst.tolist()):
+        t = fetched.get(key[s_])
+        if t is not None and key[d_].startswith(name + "/"):
+            found[d_] = min(found.get(d_, t[1]), t[1])
+    waits = [(t + QUEUED_AFTER, fetched[key[d]][0]) for d, t in found.items() if key[d] in fetched]
+    starts = sorted(v[0] for k, v in fetched.items() if k.startswith(name + "/") and not k.endswith("/robots.txt"))
+    pc = PhaseClock(0, K, K, SLOT, 0.005)
+    idle = queued = 0
+    s, a, b = pc.slot(starts[0])
+    while a <= starts[-1]:
+        if any(q <= a and e >= b for q, e in waits):      # some page of the host waited all slot long
+            queued += 1
+            if not any(a <= t < b for t in starts):
+                idle += 1
+        s, a, b = pc.slot(b + 1e-6)
+    return idle, queued
+
+
+def test_a_split_host_is_fetched_in_every_slot_and_never_by_two_ranks(split_web, tmp_path):
+    web, pv, big = split_web
+    session, log, rows, stats = _crawl(split_web, tmp_path, "handover")
+    assert host_overlaps(rows) == 0
+    check_session(web, session, log)                  # every page exactly once
+    idle, total = _idle_slots(rows, session, big)
+    assert total >= 5, total                          # the host had work queued in several slots
+    assert idle == 0, (idle, total)
+    per_rank = stats["per_rank"]
+    # rank 2 held the host (about half of the slots) with nothing queued and handed each slot over
+    assert per_rank[2]["handovers"] > 0 and per_rank[0]["leases"] > 0
+    assert sum(p["leases"] + p["leases_late"] for p in per_rank) == sum(p["handovers"] for p in per_rank)
+    # where the time went is visible: the idle split and the host's politeness bound
+    b = stats["bounds"]
+    bounds = [h["bound_s"] for h in b["hosts"]]
+    assert bounds == sorted(bounds, reverse=True) and b["host_bound_s"] == bounds[0]
+    mine = [h for h in b["hosts"] if h["host"] == big]
+    name = big.split(":")[0]
+    assert mine and mine[0]["requests"] == sum(1 for r in rows if r["host"].split(":")[0] == name
+                                               and r["path"] != "/robots.txt")
+    assert all(k in per_rank[0] for k in ("idle_slot_s", "idle_rest_s", "idle_empty_s", "exchange_s"))
+
+
+def test_control_without_handover_leaves_slots_idle(split_web, tmp_path):
+    """The check above can fail: without hand-over rank 2's slots of the host stay unused."""
+    web, pv, big = split_web
+    session, log, rows, stats = _crawl(split_web, tmp_path, "nohandover", "--no-slot-handover")
+    assert host_overlaps(rows) == 0
+    idle, total = _idle_slots(rows, session, big)
+    assert idle >= total // 4, (idle, total)
+    assert all(p["handovers"] == 0 and p["leases"] == 0 for p in stats["per_rank"])
+
