@@ -167,7 +167,8 @@ def partition_hypergraph(hg, K: int, imbalance: float = 0.05, seed: int | None =
     ValueError
         Bad K, imbalance or weight.
     """
-    from .balance import imbalance_pct, part_weights, rebalance
+    from ..metrics import imbalance_pct
+    from .balance import part_weights, rebalance
 
     n = hg.n_vertices
     if not isinstance(K, (int, np.integer)) or K < 1:

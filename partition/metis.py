@@ -512,7 +512,8 @@ def partition_graph(g, K: int, imbalance: float = 0.05, seed: int | None = None,
     -------
     GraphPartition
     """
-    from .balance import imbalance_pct, is_balanced, part_weights, rebalance, refine
+    from ..metrics import imbalance_pct
+    from .balance import is_balanced, part_weights, rebalance, refine
 
     t0 = time.perf_counter()
     if ncon not in (1, 2):
