@@ -54,7 +54,6 @@ import nginx  # noqa: E402
 from harness import BIN, medians, run_abc, write_result  # noqa: E402
 
 METRICS = ("volume_bytes", "messages_thesis", "storage_pct", "request_pct")
-MEASURED = ("volume_bytes", "wire_bytes", "messages_thesis", "messages_mpi", "storage_pct", "request_pct")
 
 
 def measured(st: dict) -> dict:

@@ -93,7 +93,7 @@ class TestWeb:
                 self.proc.wait()
 
 
-def steady_rate(session_stats: dict, exchange: Path, warmup: float) -> float | None:
+def steady_rate(exchange: Path, warmup: float) -> float | None:
     with np.load(exchange) as z:
         t, pages = z["step_t"], z["step_pages"].sum(axis=1)
     idx = np.flatnonzero(t >= warmup)
@@ -173,7 +173,7 @@ def main() -> int:
                     s0 = srv.cpu_seconds()
                     row = run_abc(k, web, session, *flags, timeout=a.time_limit + 600, keep=True)
                     row["server_cpu_s"] = srv.cpu_seconds() - s0
-                    row["steady_pages_per_s"] = steady_rate(row["_stats"], session / "exchange.npz", a.warmup)
+                    row["steady_pages_per_s"] = steady_rate(session / "exchange.npz", a.warmup)
                     row["rank_cpu_s"] = row["crawl_cpu_s"]
                     row["cores_used"] = (row["cpu_s"] + row["server_cpu_s"]) / row["wall_s"]
                     row["idle_phase_s_mean"] = float(np.mean(row["idle_phase_s"]))

@@ -62,7 +62,6 @@ class _Core:
         self.latency = latency     # seconds every response is held back (a server that takes time)
         self.addr, self.port = addr, port
         self.idle_timeout = idle_timeout
-        self.log_path = access_log
         self.log = open(access_log, "a", buffering=1 << 16) if access_log else None
         self.conns: set[Connection] = set()
         self.next_cid = 0
