@@ -1,6 +1,6 @@
 """Multi-constraint METIS k-way partitioning through ctypes (and pymetis).
 
-pymetis hardcodes one balance constraint (DESIGN §11), so the two-weight
+pymetis hardcodes one balance constraint (and silently ignores a second weight), so the two-weight
 runs of Türk's models (bytes, pages) call ``METIS_PartGraphKway`` of the
 ``libmetis.so`` shipped by the ``cmeel-metis`` wheel directly:
 ``ncon = 2``, ``ubvec = [1 + imb, 1 + imb]``. pymetis stays for

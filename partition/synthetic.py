@@ -138,7 +138,7 @@ def synthetic_graph(n_pages: int = 20000, n_hosts: int = 400, ranks: int = 8, se
     g.link_src = (key // U).astype(np.int32)
     g.link_dst = (key % U).astype(np.int32)
 
-    # Nodes and edges (DESIGN §6): status-200 pages, links between them.
+    # Nodes are the pages fetched with status 200 (and parsed as HTML); edges the links between them.
     nodes = np.flatnonzero(req & (status == 200))
     order = nodes[np.argsort(g.url_superstep[nodes], kind="stable")]
     g.node_url = order.astype(np.int32)

@@ -96,7 +96,7 @@ def write_session(d: Path, g: SessionGraph, assignment: str, figures: dict, rows
 
 
 def brute_force(g: SessionGraph, owner) -> dict:
-    """DESIGN §7 by plain loops (no NumPy, no partition package)."""
+    """Volume, messages and wire bytes (docs/SESSION_FORMAT.md) by plain loops (no NumPy, no partition package)."""
     links = sorted({(s, d) for s, d in zip(g.link_src.tolist(), g.link_dst.tolist()) if g.url_rank[s] >= 0})
     vol, msgs, wire = 0, 0, set()
     by_src: dict[int, set] = {}
