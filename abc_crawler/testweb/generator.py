@@ -5,7 +5,8 @@
 ``manifest.json`` with what a correct crawl finds, ``seeds.txt``,
 ``resolve.txt``). It is a pure function of its arguments: the same seed, sizes,
 address, port and knobs give byte-identical files; absolute links embed the
-port, so a web is generated for one port. :func:`compute_expected` derives the
+port, so a web is generated for one port. Links are written in the canonical
+form of :mod:`.canonical`; :func:`.expected.compute_expected` derives the
 manifest's ``expected`` sets; hostile hosts come from :mod:`.hostile`.
 
 The format of every file, the web's features (link forms, traps, errors, host
@@ -18,12 +19,12 @@ import math
 import os
 import posixpath
 import random
-import re
 import shutil
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+
+from .canonical import canonical, netloc_for, split_url
+from .expected import USER_AGENT, compute_expected, robots_parsers
 
 __all__ = [
     "COMMUNITY_KNOBS",
@@ -36,7 +37,6 @@ __all__ = [
     "netloc_for",
 ]
 
-USER_AGENT = "abc-crawler"
 MANIFEST_FORMAT = "abc-testweb/1"
 ROUTES_FORMAT = "abc-testweb-routes/1"
 HTML_TYPE = "text/html; charset=utf-8"
@@ -101,129 +101,6 @@ _WORDS = (
     "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
     "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud"
 ).split()
-
-
-# --------------------------------------------------------------------------- URLs
-
-def netloc_for(host: str, port: int) -> str:
-    """``host`` or ``host:port`` (the port is omitted when it is 80)."""
-    return host if port == 80 else f"{host}:{port}"
-
-
-def canonical(href: str, base: str) -> str | None:
-    """Canonical form of ``href`` resolved against ``base`` (None if not http(s)).
-
-    ``base`` must be an absolute http(s) URL.  Scheme and host lower-cased,
-    default port dropped, empty path -> ``/``, dot segments removed, fragment
-    dropped, query arguments sorted.  RFC 3986 resolution, enough for the URLs
-    this generator writes (paths in ``[a-z0-9/_.-]``); the crawler uses
-    :mod:`abc_crawler.urls`, which agrees on them (tested).
-    """
-    h = href.strip()
-    cut = h.find("#")
-    if cut >= 0:
-        h = h[:cut]
-    m = _SCHEME.match(h)
-    if m:
-        scheme = m.group(1).lower()
-        if scheme not in ("http", "https"):
-            return None
-        rest = h[m.end():]
-        if not rest.startswith("//"):   # "http:path" (same scheme, relative): rare, be exact
-            return _slow_canonical(href, base)
-        return _assemble(scheme, rest[2:])
-    bscheme, _, brest = base.partition("://")
-    bscheme = bscheme.lower()
-    if h.startswith("//"):
-        return _assemble(bscheme, h[2:])
-    slash = brest.find("/")
-    bnet = brest if slash < 0 else brest[:slash]
-    bpath = "/" if slash < 0 else brest[slash:]
-    bcut = bpath.find("#")
-    if bcut >= 0:
-        bpath = bpath[:bcut]
-    if not h:
-        return _assemble(bscheme, bnet + bpath)
-    if h.startswith("/"):
-        return _assemble(bscheme, bnet + h)
-    bpath_only = bpath.split("?", 1)[0]
-    if h.startswith("?"):
-        return _assemble(bscheme, bnet + bpath_only + h)
-    return _assemble(bscheme, bnet + bpath_only[: bpath_only.rfind("/") + 1] + h)
-
-
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-
-
-def _remove_dot_segments(path: str) -> str:
-    if "/." not in path:
-        return path
-    out: list[str] = []
-    segs = path.split("/")
-    for i, seg in enumerate(segs[1:], 1):
-        last = i == len(segs) - 1
-        if seg == ".":
-            if last:
-                out.append("")
-        elif seg == "..":
-            if out:
-                out.pop()
-            if last:
-                out.append("")
-        else:
-            out.append(seg)
-    return "/" + "/".join(out)
-
-
-def _assemble(scheme: str, rest: str) -> str:
-    """``scheme://`` + authority/path?query (no fragment) in canonical form."""
-    slash = rest.find("/")
-    q = rest.find("?")
-    if q >= 0 and (slash < 0 or q < slash):
-        slash = q
-    net = (rest if slash < 0 else rest[:slash]).lower()
-    tail = "/" if slash < 0 else rest[slash:]
-    if tail.startswith("?"):
-        tail = "/" + tail
-    if "@" in net:
-        net = net.rsplit("@", 1)[1]
-    host, colon, port = net.rpartition(":")
-    if colon and not host.endswith("]"):
-        if port == "" or port == ("80" if scheme == "http" else "443"):
-            net = host
-    path, qm, query = tail.partition("?")
-    path = _remove_dot_segments(path)
-    if qm and query:
-        pairs = sorted(tuple(x.split("=", 1)) if "=" in x else (x, "") for x in query.split("&") if x)
-        query = "&".join(f"{k}={v}" for k, v in pairs)
-        return f"{scheme}://{net}{path}?{query}" if query else f"{scheme}://{net}{path}"
-    return f"{scheme}://{net}{path}"
-
-
-def _slow_canonical(href: str, base: str) -> str | None:
-    """The same as :func:`canonical` through urllib (reference implementation)."""
-    url = urljoin(base, href.strip())
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        return None
-    host = (parts.hostname or "").lower()
-    port = parts.port
-    default = 80 if scheme == "http" else 443
-    netloc = host if port in (None, default) else f"{host}:{port}"
-    path = _remove_dot_segments(parts.path or "/")
-    query = parts.query
-    if query:
-        pairs = sorted(tuple(p.split("=", 1)) if "=" in p else (p, "") for p in query.split("&") if p)
-        query = "&".join(f"{k}={v}" for k, v in pairs)
-    return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
-
-
-def _split(url: str) -> tuple[str, str, str]:
-    """(scheme, netloc, path-with-query) of a canonical URL."""
-    scheme, rest = url.split("://", 1)
-    slash = rest.find("/")
-    return scheme, rest[:slash], rest[slash:]
 
 
 # --------------------------------------------------------------------------- model
@@ -657,8 +534,8 @@ class _Gen:
         frag = f"#sec{rng.randrange(5)}" if rng.random() < 0.1 else ""
         if not self.k["link_forms"]:
             return target + frag
-        t_scheme, t_net, t_path = _split(target)
-        b_scheme, b_net, b_path = bsplit or _split(canonical(base, base))
+        t_scheme, t_net, t_path = split_url(target)
+        b_scheme, b_net, b_path = bsplit or split_url(canonical(base, base))
         r = rng.random()
         port80 = self.port == 80
         if t_net == b_net and t_scheme == b_scheme:
@@ -710,7 +587,7 @@ class _Gen:
             if p.status != 200 or p.ctype != "text/html" or p.dup_of is not None:
                 continue
             base = canonical(p.base_href, p.url) if p.base_href else p.url
-            bsplit = _split(base)
+            bsplit = split_url(base)
             target_size = min(cap, int(rng.lognormvariate(math.log(max(med, 1)), sig)))
             head = [
                 "<!DOCTYPE html>",
@@ -786,92 +663,6 @@ class _Gen:
             p.body = None
 
 
-# --------------------------------------------------------------------------- expected
-
-def _robots_parsers(robots: dict) -> dict:
-    from protego import Protego
-    return {host: Protego.parse(txt) for host, txt in robots.items() if txt is not None}
-
-
-def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: dict,
-                     user_agent: str = USER_AGENT, hostile_hosts=()) -> dict:
-    """What a correct crawl from ``seeds`` requests and finds.
-
-    ``pages``: the manifest's ``pages`` (URL -> entry with ``status``,
-    ``content_type``, ``links``); ``hosts``: served ``host[:port]``;
-    ``robots``: ``{host[:port]: robots.txt text or None}``.
-
-    ``requested`` is the closure from the seeds over followable links
-    (redirect Locations included) restricted to http(s) URLs on served hosts
-    and not disallowed by robots.txt (protego, ``user_agent``).  URLs absent
-    from ``pages`` answer 404.  ``nodes`` are the requested URLs with status
-    200 and content type text/html; ``edges`` the distinct ``(u, v)``, u != v,
-    both nodes, v a followable link of u.
-
-    ``hostile_hosts`` (``host[:port]``, see :mod:`.hostile`): links to them
-    are neither requested nor out of scope; when given, the result has one
-    more key, ``hostile_links`` (the hostile URLs reached, sorted), and the
-    manifest's ``hostile`` section says what becomes of them.
-    """
-    served = set(hosts)
-    hostile = set(hostile_hosts)
-    hostile_seen: set[str] = set()
-    parsers = _robots_parsers(robots)
-    seen: set[str] = set()
-    requested: list[str] = []
-    disallowed: set[str] = set()
-    oos: set[str] = set()
-    queue: deque[str] = deque()
-
-    def consider(url: str) -> None:
-        if url in seen:
-            return
-        seen.add(url)
-        scheme, net, _ = _split(url)
-        if hostile and net in hostile and scheme == "http":
-            hostile_seen.add(url)
-            return
-        if scheme != "http" or net not in served:
-            oos.add(url)
-            return
-        rp = parsers.get(net)
-        if rp is not None and not rp.can_fetch(url, user_agent):
-            disallowed.add(url)
-            return
-        requested.append(url)
-        queue.append(url)
-
-    for s in seeds:
-        consider(s)
-    while queue:
-        u = queue.popleft()
-        entry = pages.get(u)
-        if entry:
-            for v in entry["links"]:
-                consider(v)
-    statuses: dict[str, int] = {}
-    nodes = []
-    for u in requested:
-        e = pages.get(u)
-        st = e["status"] if e else 404
-        statuses[str(st)] = statuses.get(str(st), 0) + 1
-        if e and st == 200 and e["content_type"] == "text/html":
-            nodes.append(u)
-    nodeset = set(nodes)
-    edges = sorted({(u, v) for u in nodes for v in pages[u]["links"] if v != u and v in nodeset})
-    out = {
-        "requested": sorted(requested),
-        "nodes": sorted(nodes),
-        "edges": [list(e) for e in edges],
-        "disallowed": sorted(disallowed),
-        "out_of_scope_links": sorted(oos),
-        "statuses": dict(sorted(statuses.items())),
-    }
-    if hostile:
-        out["hostile_links"] = sorted(hostile_seen)
-    return out
-
-
 # --------------------------------------------------------------------------- driver
 
 def _check_addr(addr: str) -> None:
@@ -944,7 +735,7 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
     g.render_pages(sink)
 
     robots_by_net = {g.netloc[h]: g.robots[h] for h in g.hosts}
-    parsers = _robots_parsers(robots_by_net)
+    parsers = robots_parsers(robots_by_net)
 
     # manifest pages
     pages: dict[str, dict] = {}
@@ -990,10 +781,10 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
     missing = set()
     for e in pages.values():
         for u in e["links"] + e["nofollow"]:
-            if u not in pages and _split(u)[1] in netlocs:
+            if u not in pages and split_url(u)[1] in netlocs:
                 missing.add(u)
     for u in sorted(missing):
-        net = _split(u)[1]
+        net = split_url(u)[1]
         rp = parsers.get(net)
         pages[u] = {"status": 404, "content_type": "text/html", "location": None, "links": [],
                     "nofollow": [], "disallowed": bool(rp is not None and not rp.can_fetch(u, USER_AGENT)),
