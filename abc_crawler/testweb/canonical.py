@@ -10,8 +10,8 @@ Examples
 --------
 >>> canonical("../d2/p7.html#top", "http://H1.test:8080/d1/p3.html")
 'http://h1.test:8080/d2/p7.html'
->>> canonical("mailto:x@y.test", "http://h1.test/") is None
-True
+>>> [canonical(h, "http://h1.test/a/") for h in ("?b=2&a=1", "javascript:x()")]
+['http://h1.test/a/?a=1&b=2', None]
 """
 from __future__ import annotations
 
