@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.abc-installed
 # only some ranks hangs forever.
 MPI_TIMEOUT ?= 300
 
-.PHONY: all venv bytecode test test-unit test-mpi demo bench-setup clean
+.PHONY: all venv bytecode test test-unit demo bench-setup clean
 
 all: test
 

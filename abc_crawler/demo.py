@@ -2,7 +2,7 @@
 
 Steps (each one a real command a user can run by hand; they are printed):
 
-1. ``abc-testweb generate demo/web`` — a synthetic web (DESIGN §10);
+1. ``abc-testweb generate demo/web`` — a synthetic web (``docs/TESTWEB.md``);
 2. ``abc-testweb serve demo/web`` in the background — the embedded server;
 3. ``mpiexec -n 8 abc-crawl demo/web/seeds.txt --resolve demo/web/resolve.txt``
    — session 1 with the URL-hash assignment;

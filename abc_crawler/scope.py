@@ -1,6 +1,6 @@
 """Scope: which hosts may be contacted at all, and the seeds file.
 
-Scope is a safety rule (DESIGN §10): with a resolve list, the crawler fetches
+Scope is a safety rule, not an option: with a resolve list, the crawler fetches
 only the hosts in it; every other link is counted as out of scope and is never
 resolved or connected to. Only ``http`` and ``https`` are ever fetched.
 

@@ -178,8 +178,8 @@ def measure(variant: str, n: int, style: str) -> dict:
 
 
 def main() -> int:
-    import nginx
-    from nginx import RESULTS, medians, write_result
+    import harness
+    from harness import RESULTS, medians, write_result
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--urls", type=int, default=1_000_000)
@@ -188,7 +188,7 @@ def main() -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--out", default=str(RESULTS / "memory.json"))
     a = ap.parse_args()
-    print(nginx.describe_header(f"P6: memory per URL at {a.urls:,} URLs"), flush=True)
+    print(harness.describe_header(f"P6: memory per URL at {a.urls:,} URLs"), flush=True)
     raw: dict[str, list] = {}
     for run in range(a.runs):
         for style in a.style:

@@ -44,8 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import nginx  # noqa: E402
-from nginx import rotated, write_result  # noqa: E402
+import harness  # noqa: E402
+from harness import rotated, write_result  # noqa: E402
 from stack_limit import canonical_links  # noqa: E402
 
 VARIANTS = ("parse", "loop", "abc links", "abc warc", "abc", "abc batch 1", "abc nowarc")
@@ -160,8 +160,8 @@ def main() -> int:
     a = ap.parse_args()
     if a.runs < 1:
         ap.error(f"--runs: expected at least 1, got {a.runs}")
-    print(nginx.describe_header("P2 by stage: CPU per fetched page, abc against the bare loop"), flush=True)
-    web = nginx.generated_web(a.hosts, a.pages, a.seed, a.port)
+    print(harness.describe_header("P2 by stage: CPU per fetched page, abc against the bare loop"), flush=True)
+    web = harness.generated_web(a.hosts, a.pages, a.seed, a.port)
     resolve = [ln.strip() for ln in (web / "resolve.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")]
     pages = load_pages(web, a.limit)
     print(f"{len(pages)} pages of {web} ({sum(len(b) for _, _, b in pages) / len(pages):.0f} bytes each on average)")

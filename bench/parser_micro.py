@@ -38,7 +38,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from nginx import describe_header, write_result  # noqa: E402
+from harness import describe_header, write_result  # noqa: E402
 from warc_micro import DEFAULT_BASELINE, corpus_files, load_baseline, synthetic_files  # noqa: E402
 
 

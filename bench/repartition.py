@@ -49,11 +49,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
+import harness  # noqa: E402
 import nginx  # noqa: E402
-from nginx import BIN, medians, run_abc, write_result  # noqa: E402
+from harness import BIN, medians, run_abc, write_result  # noqa: E402
 
 METRICS = ("volume_bytes", "messages_thesis", "storage_pct", "request_pct")
-MEASURED = ("volume_bytes", "wire_bytes", "messages_thesis", "messages_mpi", "storage_pct", "request_pct")
 
 
 def measured(st: dict) -> dict:
@@ -132,13 +132,13 @@ def main() -> int:
     tag = f"repartition-{a.web}"
     if a.communities:
         tag += f"-c{a.communities}" + (f"-l{a.community_locality:g}" if a.community_locality is not None else "")
-    print(nginx.describe_header(f"Repartition between sessions, K = {a.parts}", ["pymetis", "cmeel-metis"]), flush=True)
+    print(harness.describe_header(f"Repartition between sessions, K = {a.parts}", ["pymetis", "cmeel-metis"]), flush=True)
     webs = ["synthetic", "corpus"] if a.web == "both" else [a.web]
     result = {"benchmark": "repartition", "args": vars(a), "webs": {}}
     tmp = Path(tempfile.mkdtemp(prefix="abc-repart-"))
     try:
         for kind in webs:
-            web = nginx.generated_web(a.hosts, a.pages, a.seed, a.port, a.communities,
+            web = harness.generated_web(a.hosts, a.pages, a.seed, a.port, a.communities,
                                       a.community_locality) if kind == "synthetic" else corpus.prepare(
                 corpus.DEFAULT_OUT, port=8080)
             rounds = []

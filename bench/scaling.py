@@ -53,8 +53,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 import nginx  # noqa: E402
-from nginx import BIN, RESULTS, medians, proc_tree_cpu, rotated, run_abc, write_result  # noqa: E402
+from harness import BIN, RESULTS, medians, rotated, run_abc, write_result  # noqa: E402
+from nginx import proc_tree_cpu  # noqa: E402
 
 
 class TestWeb:
@@ -91,7 +93,7 @@ class TestWeb:
                 self.proc.wait()
 
 
-def steady_rate(session_stats: dict, exchange: Path, warmup: float) -> float | None:
+def steady_rate(exchange: Path, warmup: float) -> float | None:
     with np.load(exchange) as z:
         t, pages = z["step_t"], z["step_pages"].sum(axis=1)
     idx = np.flatnonzero(t >= warmup)
@@ -153,8 +155,8 @@ def main() -> int:
                     help="one more 1-rank run (first --assign) under py-spy: where an I/O-bound rank spends its CPU")
     ap.add_argument("--out", default=str(RESULTS / "scaling.json"))
     a = ap.parse_args()
-    print(nginx.describe_header("P3: scaling with 20 ms per request"), flush=True)
-    web = nginx.generated_web(a.hosts, a.pages, a.seed, a.port)
+    print(harness.describe_header("P3: scaling with 20 ms per request"), flush=True)
+    web = harness.generated_web(a.hosts, a.pages, a.seed, a.port)
     configs = [(assign, k) for assign in a.assign for k in a.ranks]
     raw: dict[str, list] = {f"{s}/{k}": [] for s, k in configs}
     budget = a.runs * len(configs) * (a.time_limit + 120) + 600
@@ -171,7 +173,7 @@ def main() -> int:
                     s0 = srv.cpu_seconds()
                     row = run_abc(k, web, session, *flags, timeout=a.time_limit + 600, keep=True)
                     row["server_cpu_s"] = srv.cpu_seconds() - s0
-                    row["steady_pages_per_s"] = steady_rate(row["_stats"], session / "exchange.npz", a.warmup)
+                    row["steady_pages_per_s"] = steady_rate(session / "exchange.npz", a.warmup)
                     row["rank_cpu_s"] = row["crawl_cpu_s"]
                     row["cores_used"] = (row["cpu_s"] + row["server_cpu_s"]) / row["wall_s"]
                     row["idle_phase_s_mean"] = float(np.mean(row["idle_phase_s"]))
@@ -198,7 +200,7 @@ def main() -> int:
                          "--time-limit", str(a.time_limit), "--assign", a.assign[0], *a.extra.split()]
                 prow = run_abc(1, web, tmp / "profile", *flags, timeout=a.time_limit + 600, wrap=wrap)
                 prof = vs_scrapy.summarize_speedscope(out)
-                prof["file"] = str(out.relative_to(nginx.ROOT))
+                prof["file"] = str(out.relative_to(harness.ROOT))
                 prof["run"] = {k: v for k, v in prow.items() if not k.startswith("_")}
         med = {key: medians(rows) for key, rows in raw.items()}
         result = {"benchmark": "P3 scaling", "web": str(web), "args": vars(a), "medians": med, "raw": raw,

@@ -48,8 +48,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 import nginx  # noqa: E402
-from nginx import BIN, medians, rotated, run_abc, run_measured, write_result  # noqa: E402
+from harness import BIN, medians, rotated, run_abc, run_measured, write_result  # noqa: E402
 
 from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of  # noqa: E402  (once, not per page)
 
@@ -270,9 +271,9 @@ def main() -> int:
     a = ap.parse_args()
     if a.warc_batch_run is not None and a.warc_batch_run < 1:
         ap.error(f"--warc-batch-run: expected at least 1, got {a.warc_batch_run}")
-    print(nginx.describe_header("P2: abc-crawl vs the bare stack"), flush=True)
+    print(harness.describe_header("P2: abc-crawl vs the bare stack"), flush=True)
     if a.web == "synthetic":
-        web = nginx.generated_web(a.hosts, a.pages, a.seed, a.port)
+        web = harness.generated_web(a.hosts, a.pages, a.seed, a.port)
     else:
         import corpus
         web = corpus.prepare(corpus.DEFAULT_OUT, port=8080)

@@ -52,15 +52,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import corpus  # noqa: E402
+import harness  # noqa: E402
 import nginx  # noqa: E402
-from nginx import BIN, RESULTS, medians, rotated, run_abc, run_measured, write_result  # noqa: E402
+from harness import BIN, RESULTS, medians, rotated, run_abc, run_measured, write_result  # noqa: E402
 
 SPIDER = Path(__file__).resolve().parent / "scrapy_spider.py"
 
 
 def prepare_web(kind: str, a) -> Path:
     if kind == "synthetic":
-        return nginx.generated_web(a.hosts, a.pages, a.seed, a.port)
+        return harness.generated_web(a.hosts, a.pages, a.seed, a.port)
     return corpus.prepare(a.corpus_dir, port=8080)
 
 
@@ -146,7 +147,7 @@ def profile_abc(web: Path, label: str, extra: list[str], tmp: Path, rate: int = 
     wrap = [str(BIN / "py-spy"), "record", "-r", str(rate), "-f", "speedscope", "-o", str(out), "--"]
     row = run_abc(1, web, tmp / f"profile-{label}", *extra, wrap=wrap)
     summary = summarize_speedscope(out)
-    summary.update({"file": str(out.relative_to(nginx.ROOT)), "run": {k: v for k, v in row.items() if not k.startswith("_")}})
+    summary.update({"file": str(out.relative_to(harness.ROOT)), "run": {k: v for k, v in row.items() if not k.startswith("_")}})
     return summary
 
 
@@ -185,7 +186,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(RESULTS / "vs_scrapy.json"))
     a = ap.parse_args()
     webs = ["synthetic", "corpus"] if a.web == "both" else [a.web]
-    print(nginx.describe_header("P1: abc-crawl vs Scrapy", ["scrapy", "twisted", "parsel", "py-spy"]), flush=True)
+    print(harness.describe_header("P1: abc-crawl vs Scrapy", ["scrapy", "twisted", "parsel", "py-spy"]), flush=True)
     extra = ["--politeness-delay", str(a.delay), "--concurrency", str(a.concurrency)]
     if not a.stats:
         extra.append("--no-stats")
@@ -196,7 +197,6 @@ def main() -> int:
         for kind in webs:
             web = prepare_web(kind, a)
             raw: dict[str, list] = {c: [] for c in configs}
-            nginx_cpu: list[float] = []
             with nginx.serve(web, max_seconds=a.runs * len(configs) * a.timeout + 600) as ng:
                 for run in range(a.runs):
                     for cfg in rotated(configs, run):

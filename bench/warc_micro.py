@@ -45,7 +45,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from nginx import describe_header, rotated, software_versions, write_result  # noqa: E402
+from harness import describe_header, rotated, software_versions, write_result  # noqa: E402
 
 DEFAULT_BASELINE = "ea428f4"
 

@@ -11,9 +11,9 @@ Modules
     Mt-KaHyPar k-way partitioning, objective connectivity−1.
 :mod:`.balance`
     Part weights, imbalance, two-constraint balance repair and refinement.
-:mod:`.metrics`
-    :func:`~.metrics.predict`: volume, messages, imbalances of any owner
-    assignment (DESIGN §7), predicted or measured.
+:mod:`.assignment_metrics`
+    :func:`~.assignment_metrics.predict`: volume, messages, imbalances of any
+    owner assignment, predicted or measured; the exchange's lower bounds.
 :mod:`.owners`
     Owner arrays under ``hash``, ``site-hash``, part vectors, measured ranks.
 :mod:`.partvec`

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..metrics import imbalance_pct
 from ._np import uniq
 
-__all__ = ["part_weights", "imbalance_pct", "rebalance", "refine", "is_balanced"]
+__all__ = ["part_weights", "rebalance", "refine", "is_balanced"]
 
 
 def part_weights(part, vwgt, K: int) -> np.ndarray:
@@ -56,21 +57,6 @@ def part_weights(part, vwgt, K: int) -> np.ndarray:
     for c in range(w.shape[1]):
         np.add.at(out[:, c], p, w[:, c])
     return out
-
-
-def imbalance_pct(W) -> np.ndarray | float:
-    """``(W_max − W_avg) / W_avg × 100`` per column (0 when the total is 0).
-
-    Parameters
-    ----------
-    W : array_like, shape (K,) or (K, m)
-        Part weights (all K parts, empty ones included).
-    """
-    W = np.asarray(W, dtype=np.float64)
-    avg = W.mean(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(avg > 0, (W.max(axis=0) - avg) / np.where(avg > 0, avg, 1) * 100.0, 0.0)
-    return float(r) if np.ndim(r) == 0 else r
 
 
 def is_balanced(part, vwgt, K: int, eps: float) -> bool:

@@ -7,7 +7,7 @@ volume and a given reduction target (default 20×):
 * the **volume breakdown** of an assignment (hash, and the page-gp part
   vector of the session if there is one): links between hosts, inside hosts,
   and to never-requested URLs, each computed by
-  :func:`~abc_crawler.partition.metrics.predict` on that subset of links, so
+  :func:`~abc_crawler.partition.assignment_metrics.predict` on that subset of links, so
   the parts add up to ``volume_bytes`` exactly;
 * the **hosts that must be split**: a host whose pages or bytes exceed the
   per-rank cap ``(1 + ε) · total / K`` cannot sit on one rank, so its
@@ -53,8 +53,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..metrics import url_wire_cost
 from ..session import SessionGraph, load_graph
-from .metrics import predict
+from .assignment_metrics import predict
 from .models import distinct_links, site_graph, url_lengths
 from .owners import owners_hash, url_hosts
 
@@ -126,7 +127,7 @@ def hub_lower_bound(graph: SessionGraph, K: int, eps: float = 0.05, *, url_len=N
         nfit = np.where(own > capB + 1e-9, 0, nfit)
     m = np.minimum(np.maximum(lim, 0), nfit)
     lost = np.maximum(indeg - m, 0)
-    contrib = lost * (url_len[tgt] + 1)
+    contrib = lost * url_wire_cost(url_len[tgt])
     hid, names = url_hosts(graph)
     by = np.bincount(hid[tgt], weights=contrib, minlength=len(names))
     order = np.argsort(-by)
@@ -156,7 +157,7 @@ def hub_lower_bound_reference(graph: SessionGraph, K: int, eps: float = 0.05) ->
                     break
                 used += w
                 kept += 1
-        total += (len(srcs) - kept) * (len(graph.urls[v].encode()) + 1)
+        total += (len(srcs) - kept) * url_wire_cost(len(graph.urls[v].encode()))
     return total
 
 
@@ -187,7 +188,7 @@ def forced_splits(graph: SessionGraph, K: int, eps: float = 0.05, hosts=None) ->
 
 
 def volume_breakdown(graph: SessionGraph, owners, K: int, *, url_len=None, links=None, hosts=None) -> dict:
-    """``volume_bytes`` of ``owners`` split by link kind, each part by :func:`~.metrics.predict`.
+    """``volume_bytes`` of ``owners`` split by link kind, each part by :func:`~.assignment_metrics.predict`.
 
     Returns
     -------
@@ -208,7 +209,7 @@ def volume_breakdown(graph: SessionGraph, owners, K: int, *, url_len=None, links
     for k, msk in kinds.items():
         out[k] = predict(graph, owners, K, url_len=url_len, links=(s[msk], d[msk]))["volume_bytes"]
         sd = s[msk] != d[msk]
-        out[k + "_total"] = int((url_len[d[msk][sd]] + 1).sum())
+        out[k + "_total"] = int(url_wire_cost(url_len[d[msk][sd]]).sum())
     return out
 
 

@@ -18,7 +18,7 @@ a further start, and the lowest cut after repair and refinement wins), writes
 the part vector ``SESSION/partvec.npz`` (or ``--out``; format in
 :mod:`.partvec`), exports ``SESSION/page.graph`` and ``SESSION/page.hgr``
 (plus ``site.graph``/``site.hgr`` for site models) and prints the predicted
-metrics (:func:`.metrics.predict`) of the model beside the ``hash`` and
+metrics (:func:`.assignment_metrics.predict`) of the model beside the ``hash`` and
 ``site-hash`` baselines on the same graph (and the session's own measured
 assignment, when ``stats.json`` or ``manifest.json`` names it).
 
@@ -34,131 +34,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 from ..session import SessionGraph, load_graph, read_json
+from .assignment_metrics import predict
 from .metis import MetisWarning
-from .metrics import predict
-from .models import MODELS, build_model, distinct_links, page_graph, page_hypergraph, site_graph, url_lengths
+from .models import MODELS, build_model, distinct_links, page_graph, page_hypergraph, url_lengths
 from .owners import owners_for_assignment, owners_hash, owners_site_hash, url_hosts
-from .partvec import PARTVEC_FILE, load_partvec, make_partvec, remap, save_partvec
+from .partvec import PARTVEC_FILE, load_partvec, remap, save_partvec
+from .repartition import BadInput, run_model
 
-__all__ = ["main", "run_model", "BadInput"]
+__all__ = ["main"]
 
 PROG = "abc-repartition"
-
-
-class BadInput(ValueError):
-    """A user error: reported in one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one clear line, exit 2
         raise BadInput(message)
-
-
-def run_model(graph: SessionGraph, model: str, K: int, *, imbalance: float = 0.05, seed: int | None = None,
-              threads: int = 2, hp_weight: str = "pages", hp_preset: str = "default",
-              site_start: bool = True, url_len=None, hosts=None, methods=("kway", "rb"),
-              tries: int = 4, ncuts: int = 4) -> dict:
-    """Build a model, partition it and map the parts back onto URLs.
-
-    Parameters
-    ----------
-    graph : SessionGraph
-    model : {"page-gp", "site-gp", "page-hp", "site-hp"}
-    K : int
-    imbalance : float, optional
-    seed : int, optional
-    threads : int, optional
-        Mt-KaHyPar threads (hypergraph models).
-    hp_weight : {"pages", "both", "bytes"}, optional
-    hp_preset : str, optional
-        Mt-KaHyPar preset.
-    site_start : bool, optional
-        page-gp only: also partition the site graph with METIS, project it
-        onto pages and keep it if, after the same repair and refinement, its
-        cut is lower (default True).
-    methods : sequence of {"kway", "rb"}, optional
-        Graph models: METIS k-way and/or recursive bisection (default both).
-    tries : int, optional
-        Graph models: METIS runs per method (seeds ``seed``, ``seed + 1``, …);
-        the balanced start with the lowest cut after repair and refinement
-        wins (default 4).
-    ncuts : int, optional
-        Graph models: ``METIS_OPTION_NCUTS`` of every run (default 4).
-    url_len, hosts : optional
-        Precomputed :func:`.models.url_lengths` / :func:`.owners.url_hosts`.
-
-    Returns
-    -------
-    dict
-        ``model`` (the model object), ``part`` (per vertex), ``url_part``
-        (per URL-table entry, -1 where not requested), ``partvec``
-        (:class:`.partvec.PartVec` without metrics), ``owners`` (per URL, by
-        the part vector's owner rule), ``report`` (objective, imbalance,
-        repair, units), ``build_s`` (model construction), ``partition_s``
-        (partitioner runs, including page-gp's site start, repair and
-        refinement).
-
-    Raises
-    ------
-    BadInput
-        K out of range for the model.
-    """
-    from .hypergraph import partition_hypergraph
-    from .metis import partition_graph
-
-    if model not in MODELS:
-        raise BadInput(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
-    url_len = url_lengths(graph) if url_len is None else url_len
-    hosts = url_hosts(graph) if hosts is None else hosts
-    gran, kind = MODELS[model]
-    t0 = time.perf_counter()
-    m = build_model(graph, model, url_len=url_len, hosts=hosts)
-    guide = None
-    if kind == "hypergraph":
-        guide = page_graph(graph, url_len) if gran == "page" else site_graph(graph, url_len, hosts)
-    build_s = time.perf_counter() - t0
-    n = m.n_vertices
-    what = "requested pages" if gran == "page" else "hosts with requested pages"
-    if K > n:
-        raise BadInput(f"--parts {K} exceeds the {n} {what} of the session")
-    t1 = time.perf_counter()
-    if kind == "graph":
-        starts = {}
-        if gran == "page" and site_start:
-            # hosts as the coarsest level: METIS on the site graph, projected onto pages
-            sg = site_graph(graph, url_len, hosts)
-            if sg.n_vertices >= K:
-                rs = partition_graph(sg, K, imbalance, seed, repair=False, methods=methods, tries=tries,
-                                     ncuts=ncuts)
-                starts["site-metis"] = rs.part[sg.vertex_of_url[np.flatnonzero(graph.url_rank >= 0)]]
-        r = partition_graph(m, K, imbalance, seed, starts=starts, methods=methods, tries=tries,
-                            ncuts=ncuts)
-        report = {"objective": "cut", "cut": r.cut, "metis_edgecut": r.metis_edgecut, "start": r.start,
-                  "starts": r.starts, "byte_unit": r.units[0], "edge_unit": r.edge_unit}
-    else:
-        r = partition_hypergraph(m, K, imbalance, seed, threads=threads, weight=hp_weight, preset=hp_preset,
-                                 repair_graph=guide)
-        report = {"objective": "km1", "km1": r.km1, "mt_km1": r.mt_km1, "weight": r.weight}
-    partition_s = time.perf_counter() - t1
-    report.update({"imbalance_pct": r.imbalance_pct, "repair": r.repair, "seconds": partition_s,
-                   "vertices": n})
-    part = r.part
-    url_part = np.full(len(graph.urls), -1, dtype=np.int64)
-    req = np.flatnonzero(graph.url_rank >= 0)
-    url_part[req] = part[m.vertex_of_url[req]]
-    pv = make_partvec(graph, url_part, K, model, imbalance, seed, hosts=hosts)
-    return {"model": m, "guide": guide, "part": part, "url_part": url_part, "partvec": pv,
-            "owners": pv.owners_of_graph(graph, hosts), "report": report, "build_s": build_s,
-            "partition_s": partition_s}
 
 
 def _session_assignment(session: Path) -> str | None:

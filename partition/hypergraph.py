@@ -4,10 +4,10 @@ Objective KM1 (connectivity−1, thesis Eq. 5.1 = number of messages), k-way,
 two threads by default, imbalance ε.
 
 Mt-KaHyPar balances **one** vertex weight and needs its total to fit int32
-(DESIGN §11). Türk's models have two (bytes, pages), so
-:func:`partition_hypergraph` gives it one of them and then enforces
-``(1 + ε)`` on *both* with :func:`~abc_crawler.partition.balance.rebalance`
-on the true weights:
+(bytes go in KB or a coarser unit, below :data:`HP_WEIGHT_LIMIT`). Türk's
+models have two (bytes, pages), so :func:`partition_hypergraph` gives it one
+of them and then enforces ``(1 + ε)`` on *both* with
+:func:`~abc_crawler.partition.balance.rebalance` on the true weights:
 
 ``weight="pages"`` (default)
     the page (request) count. Measured on the synthetic 20k-page graph this
@@ -167,7 +167,8 @@ def partition_hypergraph(hg, K: int, imbalance: float = 0.05, seed: int | None =
     ValueError
         Bad K, imbalance or weight.
     """
-    from .balance import imbalance_pct, part_weights, rebalance
+    from ..metrics import imbalance_pct
+    from .balance import part_weights, rebalance
 
     n = hg.n_vertices
     if not isinstance(K, (int, np.integer)) or K < 1:

@@ -1,6 +1,6 @@
 """Multi-constraint METIS k-way partitioning through ctypes (and pymetis).
 
-pymetis hardcodes one balance constraint (DESIGN §11), so the two-weight
+pymetis hardcodes one balance constraint (and silently ignores a second weight), so the two-weight
 runs of Türk's models (bytes, pages) call ``METIS_PartGraphKway`` of the
 ``libmetis.so`` shipped by the ``cmeel-metis`` wheel directly:
 ``ncon = 2``, ``ubvec = [1 + imb, 1 + imb]``. pymetis stays for
@@ -512,7 +512,8 @@ def partition_graph(g, K: int, imbalance: float = 0.05, seed: int | None = None,
     -------
     GraphPartition
     """
-    from .balance import imbalance_pct, is_balanced, part_weights, rebalance, refine
+    from ..metrics import imbalance_pct
+    from .balance import is_balanced, part_weights, rebalance, refine
 
     t0 = time.perf_counter()
     if ncon not in (1, 2):

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..metrics import url_wire_cost
 from ..session import SessionGraph
 from ._np import uniq, uniq_inverse
 from .owners import url_hosts
@@ -275,7 +276,7 @@ def page_graph(graph: SessionGraph, url_len: np.ndarray | None = None) -> Weight
     s, d = distinct_links(graph)
     keep = (vid[d] >= 0) & (s != d)
     s, d = s[keep], d[keep]
-    xadj, adjncy, adjwgt = _undirected_csr(vid[s], vid[d], url_len[d] + 1, max(pages.size, 1))
+    xadj, adjncy, adjwgt = _undirected_csr(vid[s], vid[d], url_wire_cost(url_len[d]), max(pages.size, 1))
     xadj = xadj[: pages.size + 1]
     vwgt = np.stack([graph.url_bytes[pages].astype(np.int64), np.ones(pages.size, np.int64)], axis=1)
     return WeightedGraph("page", xadj, adjncy, adjwgt, vwgt, vid, [graph.urls[i] for i in pages])
@@ -301,7 +302,7 @@ def site_graph(graph: SessionGraph, url_len: np.ndarray | None = None, hosts=Non
     s, d = distinct_links(graph)
     a, b = hv[hid[s]], hv[hid[d]]
     keep = (b >= 0) & (a != b)
-    xadj, adjncy, adjwgt = _undirected_csr(a[keep], b[keep], url_len[d[keep]] + 1, max(vwgt.shape[0], 1))
+    xadj, adjncy, adjwgt = _undirected_csr(a[keep], b[keep], url_wire_cost(url_len[d[keep]]), max(vwgt.shape[0], 1))
     xadj = xadj[: vwgt.shape[0] + 1]
     return WeightedGraph("site", xadj, adjncy, adjwgt, vwgt, vou, labels)
 

@@ -138,7 +138,7 @@ def synthetic_graph(n_pages: int = 20000, n_hosts: int = 400, ranks: int = 8, se
     g.link_src = (key // U).astype(np.int32)
     g.link_dst = (key % U).astype(np.int32)
 
-    # Nodes and edges (DESIGN §6): status-200 pages, links between them.
+    # Nodes are the pages fetched with status 200 (and parsed as HTML); edges the links between them.
     nodes = np.flatnonzero(req & (status == 200))
     order = nodes[np.argsort(g.url_superstep[nodes], kind="stable")]
     g.node_url = order.astype(np.int32)
@@ -162,17 +162,17 @@ def bench(graph: SessionGraph, K: int = 8, models=("page-gp", "site-gp", "page-h
           seeds=(1,), threads: int = 2) -> list[dict]:
     """Partition ``graph`` with each model and return one row of metrics per model and baseline.
 
-    Each row is the :func:`~abc_crawler.partition.metrics.predict` dict plus
+    Each row is the :func:`~abc_crawler.partition.assignment_metrics.predict` dict plus
     ``name``, ``build_s`` (model construction) and ``partition_s``
     (partitioner + balance repair); with several ``seeds`` the scalar values
     are means over the runs (as the thesis averages 8 runs) and
     ``*_max`` keys hold the worst imbalance seen. A model name
     ``page-gp:page-only`` runs page-gp without the site-graph start.
     """
-    from .cli import run_model
-    from .metrics import predict
+    from .assignment_metrics import predict
     from .models import distinct_links, url_lengths
     from .owners import owners_hash, owners_site_hash, url_hosts
+    from .repartition import run_model
 
     ul, links, hosts = url_lengths(graph), distinct_links(graph), url_hosts(graph)
     rows = []

@@ -102,7 +102,7 @@ def warc_records(session: Path) -> dict[str, Counter]:
 
 
 def recompute_metrics(session: Path) -> dict:
-    """DESIGN §7 metrics from graph.npz + exchange.npz with the session's own owner()."""
+    """The metrics of stats.json (docs/SESSION_FORMAT.md) from graph.npz + exchange.npz with the session's own owner()."""
     g = load_graph(session)
     manifest = json.loads((session / "manifest.json").read_text())
     cfg = manifest["config"]

@@ -1,4 +1,4 @@
-"""Which hosts need phase slots: a part vector's hosts held by one rank do not (DESIGN §4, §5)."""
+"""Which hosts need phase slots: a part vector's hosts held by one rank do not (no other rank ever fetches them)."""
 from __future__ import annotations
 
 import json

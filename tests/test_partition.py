@@ -9,9 +9,11 @@ import pytest
 
 from abc_crawler.session import SessionGraph
 from abc_crawler.urls import fingerprint, host_of
-from abc_crawler.partition import balance, export, hypergraph, metis, metrics, models, owners, partvec, synthetic
-from abc_crawler.partition.balance import imbalance_pct, part_weights, rebalance
-from abc_crawler.partition.metrics import predict
+from abc_crawler.partition import (assignment_metrics, balance, export, hypergraph, metis, models, owners, partvec,
+                                   synthetic)
+from abc_crawler.metrics import imbalance_pct
+from abc_crawler.partition.assignment_metrics import predict
+from abc_crawler.partition.balance import part_weights, rebalance
 from abc_crawler.partition.models import page_graph, page_hypergraph, site_graph, site_hypergraph
 from abc_crawler.partition.owners import hash_rank, owners_hash, owners_site_hash
 from abc_crawler.partition.partvec import load_partvec, make_partvec, remap, save_partvec
@@ -385,7 +387,7 @@ def test_exports_read_back(tmp_path, syn):
     assert h.num_edges() == int((size > 1).sum()) and h.num_pins() == int(size[size > 1].sum())
 
 
-@pytest.mark.parametrize("mod", [balance, export, hypergraph, metis, metrics, models, owners, partvec])
+@pytest.mark.parametrize("mod", [assignment_metrics, balance, export, hypergraph, metis, models, owners, partvec])
 def test_doctests(mod):
     res = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert res.failed == 0

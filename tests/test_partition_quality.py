@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from abc_crawler.partition import bounds, metis, synthetic
-from abc_crawler.partition.metrics import predict
+from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.models import WeightedGraph, _undirected_csr, page_graph
 from abc_crawler.partition.owners import owners_hash
 from abc_crawler.session import SessionGraph

@@ -44,7 +44,7 @@ import pytest
 
 from crawlcheck import BIN, check_session, crawl_cli, generate, serve
 
-from abc_crawler.partition.metrics import predict
+from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.models import distinct_links
 from abc_crawler.partition.owners import hash_rank
 from abc_crawler.partition.partvec import load_partvec, remap

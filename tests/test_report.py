@@ -24,14 +24,16 @@ requests 2 / 2: 0 %.
 from __future__ import annotations
 
 import doctest
+import importlib
 import io
 import json
+import pkgutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from abc_crawler import report
+from abc_crawler import metrics, report
 from abc_crawler.partition.owners import N_BUCKETS
 from abc_crawler.partition.partvec import make_partvec, save_partvec
 from abc_crawler.session import SessionGraph, atomic_write_json, save_graph
@@ -94,7 +96,7 @@ def write_session(d: Path, g: SessionGraph, assignment: str, figures: dict, rows
 
 
 def brute_force(g: SessionGraph, owner) -> dict:
-    """DESIGN §7 by plain loops (no NumPy, no partition package)."""
+    """Volume, messages and wire bytes (docs/SESSION_FORMAT.md) by plain loops (no NumPy, no partition package)."""
     links = sorted({(s, d) for s, d in zip(g.link_src.tolist(), g.link_dst.tolist()) if g.url_rank[s] >= 0})
     vol, msgs, wire = 0, 0, set()
     by_src: dict[int, set] = {}
@@ -336,5 +338,8 @@ def test_bad_input_exits_2_with_one_line(sessions, capsys, tmp_path, setup, args
     assert not (s / "report").exists()
 
 
-def test_docstring_examples():
-    assert doctest.testmod(report, raise_on_error=False).failed == 0
+@pytest.mark.parametrize("mod", [report, *(importlib.import_module(f"abc_crawler.report.{m.name}")
+                                            for m in pkgutil.iter_modules(report.__path__)), metrics])
+def test_docstring_examples(mod):
+    res = doctest.testmod(mod, raise_on_error=False)
+    assert res.failed == 0

@@ -228,7 +228,7 @@ def test_expected_sets_are_consistent(web):
 def test_canonical_agrees_with_urllib_and_the_crawler():
     import itertools
 
-    from abc_crawler.testweb.generator import _slow_canonical
+    from abc_crawler.testweb.canonical import canonical_reference
 
     try:
         from abc_crawler.urls import canonicalize
@@ -242,9 +242,19 @@ def test_canonical_agrees_with_urllib_and_the_crawler():
              " p.html\n", "a/b/..", "a/b/.", "/d1/p3.html?page=2&q=crawl", "http://h.test:81?x=1", "file:///etc/passwd"]
     for base, href in itertools.product(bases, hrefs):
         got = canonical(href, base)
-        assert got == _slow_canonical(href, base), (href, base)
+        assert got == canonical_reference(href, base), (href, base)
         if canonicalize is not None:
             assert got == canonicalize(href, base), (href, base)
+
+
+
+def test_canonical_docstring_examples():
+    import doctest
+
+    from abc_crawler.testweb import canonical as mod
+
+    res = doctest.testmod(mod)
+    assert res.attempted > 0 and res.failed == 0
 
 
 def test_duplicates_are_byte_identical(web):

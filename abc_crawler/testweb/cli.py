@@ -8,14 +8,14 @@
     abc-testweb exec DIR [--access-log F] [--max-seconds T] -- CMD ARGS...
     abc-testweb bench DIR [--connections N] [--seconds T] [--access-log F] [--uvloop]
 
-``generate`` writes a synthetic web (see :mod:`.generator`); ``--port 0`` (the
+``generate`` writes a synthetic web (format: ``docs/TESTWEB.md``); ``--port 0`` (the
 default) picks a free port on ``--addr`` and bakes it into the web.  ``--plain``
 turns all traps and errors off.  ``--communities C`` groups the hosts into C
 communities whose cross-host links stay inside the community with probability
 ``--community-locality`` (default 0.9; see "Host communities" in
-:mod:`.generator`; off by default, and then the web is unchanged).  ``--hostile`` adds hostile hosts (``all``, or a
-comma-separated list of modes with their default parameters; see the table in
-:mod:`.generator`).  It prints one summary line.
+``docs/TESTWEB.md``; off by default, and then the web is unchanged).  ``--hostile`` adds hostile hosts
+(``all``, or a comma-separated list of modes with their default parameters; see the table in
+``docs/TESTWEB.md``).  It prints one summary line.
 
 ``serve`` serves DIR at the address and port of DIR/manifest.json (or
 ``--addr``/``--port``; without a manifest both are required) until SIGINT/SIGTERM

@@ -1,237 +1,16 @@
 """Synthetic web generator: a deterministic web of virtual hosts on loopback.
 
-:func:`generate_web` writes a complete, self-describing web into ``out_dir``::
+:func:`generate_web` writes a complete, self-describing web into ``out_dir``
+(``sites/<hostname>/`` static files, ``routes.json`` for the server,
+``manifest.json`` with what a correct crawl finds, ``seeds.txt``,
+``resolve.txt``). It is a pure function of its arguments: the same seed, sizes,
+address, port and knobs give byte-identical files; absolute links embed the
+port, so a web is generated for one port. Links are written in the canonical
+form of :mod:`.canonical`; :func:`.expected.compute_expected` derives the
+manifest's ``expected`` sets; hostile hosts come from :mod:`.hostile`.
 
-    out_dir/
-      sites/<hostname>/...   static files (pages, robots.txt, non-HTML files)
-      routes.json            routing metadata the server obeys (see below)
-      manifest.json          what the web is and what a correct crawl finds
-      seeds.txt              seed URLs, one per line
-      resolve.txt            ``HOST:PORT:ADDR`` per served host (curl --resolve)
-
-It is a pure function of its arguments: the same seed, sizes, address, port
-and knobs give byte-identical files.  Absolute links embed the port, so a web
-is generated for one port (``abc-testweb generate --port 0`` picks a free one).
-
-The web
--------
-Hosts ``h000.test``, ``h001.test``, ... with Zipf-distributed sizes (every host
-has at least its root page ``/``), mostly intra-host links (``intra_frac``),
-preferential link targets (Pareto popularity, so in-degrees follow a power
-law), lognormal page sizes (padding text).  Links come in many forms that all
-resolve to the same canonical URLs: relative (``p3.html``, ``../d2/p7.html``,
-``./``), root-relative (``/d1/p3.html``), protocol-relative
-(``//h003.test:PORT/p.html``), absolute with a mixed-case host
-(``http://H003.TeSt:PORT/p.html``), ``HTTP://`` scheme, the explicit default
-port (``http://h1.test:80/p.html``, only when the web is on port 80),
-fragments (``p.html#sec2``, ``#top``), surrounding blanks, ``&amp;`` in
-queries, upper-case tags, ``<area href>`` in image maps, and pages with
-``<base href>`` (absolute, possibly on another host, or root-relative).
-
-Host communities (opt-in): ``generate_web(..., host_communities=C,
-community_locality=P)`` (CLI: ``--communities C --community-locality P``)
-groups the hosts into C communities (a seeded shuffle of the hosts cut into
-runs of lognormal sizes, at least two hosts each when there are >= 2C hosts;
-big and small hosts mix) and makes each cross-host random link pick its
-target inside the source host's community with probability P (default 0.9;
-popularity-weighted over the other hosts of the community) and anywhere, as
-without communities, otherwise; the structural link to a host's root comes
-from an earlier host of its community with probability P too.  It models the
-locality of the real web (hosts of one organization or topic link each
-other), which graph partitioning exploits; without it, cross-host links go to
-popularity-weighted pages of any host.  ``host_communities=0`` (the default)
-draws nothing more: every file is byte-identical to a web generated without
-the knob.  With communities the manifest also has ``knobs.host_communities``,
-``knobs.community_locality`` and ``communities`` (``{host[:port]: index}``).
-
-Traps and errors: ``rel="nofollow"`` links (also inside ``rel="noopener
-nofollow"``; ``rel="noopener"`` alone is followable), pages with ``<meta
-name="robots" content="nofollow">``, pages reachable *only* through nofollow
-links ("hidden" pages), ``javascript:``/``mailto:`` links, ``<link
-rel=stylesheet>`` (not a link to follow), links to out-of-scope hosts
-(``*.example``; not served, not in resolve.txt), robots.txt on most hosts with
-``Disallow`` rules that real pages fall under (groups for ``*`` and for
-``abc-crawler``, a group for ``abc-crawler`` that overrides ``*``, ``$`` and
-``*`` patterns, ``Allow``), ``Crawl-delay`` on a few small hosts, hosts
-without robots.txt (404: allow all), links to missing pages (404), pages that
-answer 500, redirects (301/302/307/308: same host, other host, relative
-``Location``, a chain, a loop, to a robots-disallowed page, to an out-of-scope
-host, to ``file:///etc/passwd`` and to ``ftp://``), non-HTML resources
-(``text/plain``, ``application/pdf``, and a ``.html`` name served as
-``text/plain``), query pages (links written with unsorted arguments, served
-at the sorted canonical form), and byte-identical duplicate bodies.
-
-Canonical URLs
---------------
-Host names and paths use only ``[a-z0-9/_.-]`` and queries are sorted
-``k=v`` pairs, so ``http://HOST[:PORT]/path[?query]`` (port omitted when 80,
-no fragment) is both what the server routes and the crawler's canonical form
-(:mod:`abc_crawler.urls`).  Manifest keys and every URL in it use that form.
-
-manifest.json
--------------
-``format`` ("abc-testweb/1"), ``addr``, ``port``, ``seed``, ``knobs`` (all knob
-values used), ``hosts`` (served ``host[:port]``), ``out_of_scope_hosts``,
-``resolve`` (the resolve.txt lines), ``seeds``, ``robots``
-(``{host[:port]: {"robots_txt": text or null, "crawl_delay": float or null}}``,
-crawl delay as protego reads it for ``abc-crawler``), ``counts`` (summary),
-``pages`` and ``expected``.
-
-``pages`` has an entry for every URL the server answers on purpose (200 pages,
-non-HTML files, redirects, 500 pages) and every linked URL on a served host
-that does not exist (404), *except* ``/robots.txt`` and ``/style.css``::
-
-    {"status": 200, "content_type": "text/html", "location": null,
-     "links": [...], "nofollow": [...], "disallowed": false, "bytes": 4711}
-
-``links``: the distinct canonical http(s) URLs of the followable links, in
-document order (for a redirect: its ``Location``, resolved; relative Locations
-are resolved against the URL); ``nofollow``: canonical URLs of links that must
-not be followed (``rel`` contains ``nofollow``, or the page has meta robots
-nofollow) and are not also followable.  ``location`` is the raw ``Location``
-header.  ``disallowed``: robots.txt of the host forbids it to ``abc-crawler``
-(protego).  ``bytes``: body length (0 for server-generated bodies).
-Non-http(s) hrefs (``javascript:``, ``mailto:``, ``file:``, ``ftp:``) appear in
-neither list.
-
-``expected`` (see :func:`compute_expected`): ``requested`` (the URLs a correct
-crawler requests exactly once, robots.txt fetches not included), ``nodes``,
-``edges`` (``[u, v]`` pairs), ``disallowed`` (reached but forbidden by
-robots.txt, never requested), ``out_of_scope_links`` (followable http(s)
-links to hosts that are not served), ``statuses`` (``{status: count}`` over
-requested URLs).  All lists are sorted.
-
-routes.json (the server's routing metadata)
--------------------------------------------
-::
-
-    {"format": "abc-testweb-routes/1", "static_fallback": false,
-     "hosts": {"h000.test": {
-        "/":            {"status": 200, "type": "text/html; charset=utf-8", "file": "index.html"},
-        "/robots.txt":  {"status": 200, "type": "text/plain; charset=utf-8", "file": "robots.txt"},
-        "/old/p3.html": {"status": 301, "location": "http://h000.test:8123/d1/p3.html"},
-        "/d2/p9.html":  {"status": 500},
-        "/search.html?a=1&b=2": {"status": 200, "type": "...", "file": "_q/search-0.html"}},
-      ...},
-     "prefix_redirects": {"h000.test": {"/old-docs/": "http://h001.test:8123/"}}}
-
-Keys are host names without port, then the request target (path, and
-``?query`` when there is one).  ``file`` is relative to ``sites/<host>/``;
-without ``file`` the server writes a short HTML body for the status.
-``static_fallback`` (default true when routes.json is absent) lets the server
-serve any file under ``sites/<host>/`` that has no route (directories:
-``index.html``, missing ``x`` but present ``x.gz``: decompressed), which is
-how real documentation sites (symlinked into ``sites/``) are served.
-``prefix_redirects`` (optional) answers 301 for any path under a prefix with
-the target prefix + the rest of the path.  ``modes`` (only in webs with
-hostile hosts) switches hosts to hostile behaviour, and routes may be
-generated (``"dynamic"``), dripped, reset or stalled: see :mod:`.server`.
-
-Hostile hosts
--------------
-``generate_web(..., hostile=SPEC)`` (CLI: ``abc-testweb generate --hostile
-all|MODE,MODE...``) adds one virtual host per hostile mode.  ``SPEC`` is
-``None`` (the default: no hostile host, every file byte-identical to a web
-generated without the argument), ``"all"``, a list (or comma-separated
-string) of mode names, or a dict ``{mode: {param: value}}`` overriding the
-defaults of :data:`.hostile.HOSTILE_MODES`.  Each hostile host is
-``MODE.test`` with ``_`` written ``-`` (``gzip_bomb`` -> ``gzip-bomb.test``),
-served on the web's port, in resolve.txt (after the normal hosts), and its
-entry URLs are linked (one extra paragraph of absolute links) from a normal
-page that a correct crawl reaches (``linked_from``).  Hostile pages link only
-inside their own host (or out of scope): they never add normal URLs.
-
-========================  ===========================================  ===============================================
-mode (``hostile=[...]``)  linked URLs (host ``MODE.test``)             what the server does
-========================  ===========================================  ===============================================
-``http_500``              ``/``, ``/page.html``                        every URL but robots.txt: 500, no Retry-After
-``http_500_retry``        ``/``, ``/page.html``                        500 with ``Retry-After: retry_after`` (2)
-``http_503``              ``/``, ``/page.html``                        503, no Retry-After
-``http_503_retry``        ``/``, ``/page.html``                        503 with ``Retry-After: retry_after`` (2)
-``http_429``              ``/``, ``/page.html``                        429 with ``Retry-After: retry_after`` (2)
-``flaky``                 ``/`` (links ``/p1.html``, ``/p2.html``)     each URL: 503 + Retry-After 1 to its first
-                                                                       ``fail_first`` (2) requests, then 200
-``reset``                 ``/``, ``/no-response.html``                 ``/``: Content-Length ``size`` (100000),
-                                                                       ``reset_after`` (2000) bytes, TCP RST;
-                                                                       the other: RST without a byte
-``drip``                  ``/``, ``/headers.html``                     ``drip_bytes`` (4) every ``drip_interval``
-                                                                       (2 s) of a 2 KB page; the second drips the
-                                                                       status line and headers too
-``stall``                 ``/headers.html``, ``/nothing.html``         headers then nothing / nothing at all;
-                                                                       dropped after ``stall_seconds`` (60)
-``redirect_loop``         ``/loop-a.html``, ``/self.html``             a -> b -> a; self -> self
-``redirect_chain``        ``/hop/0.html``                              ``hops`` (30) redirects (301/302/307/308,
-                                                                       absolute and relative) to ``/end.html``
-``redirect_scheme``       ``/file.html`` ``/ftp.html`` ``/gopher.html``  302 to ``file:///etc/passwd``, ``ftp://``,
-                          ``/dict.html`` ``/data.html``                 ``gopher://``, ``dict://`` (at the tripwire
-                          ``/javascript.html``                          address), ``data:text/html,...``,
-                                                                       ``javascript:``
-``redirect_loopback``     ``/addr.html`` ``/decimal.html`` ``/hex.html``  302 to ``http://127.0.0.2:PORT/`` (also as
-                          ``/https.html`` ``/other-port.html``          ``2130706434`` and ``0x7f.0.0.2``), https
-                          ``/host-other-port.html`` ``/ip-self.html``   there, ``127.0.0.1:OTHER``, this host on
-                          ``/localhost.html`` ``/ipv6.html``            OTHER, the server as 127.0.0.1/localhost/[::1]
-``gzip_bomb``             ``/``                                        ~100 KB ``Content-Encoding: gzip`` that
-                                                                       inflates to ``inflated`` (100 MiB), even to
-                                                                       ``Accept-Encoding: identity``
-``deflate_bomb``          ``/``                                        the same with ``Content-Encoding: deflate``
-``big_body``              ``/``, ``/unsized.html``                     ``size`` (100 MiB) generated on the fly,
-                                                                       streamed with backpressure; the second
-                                                                       without Content-Length (ends at the close)
-``content_type``          ``/`` (hub of 10 pages)                      no Content-Type, octet-stream, image/png,
-                                                                       text/plain, XHTML, ``TEXT/HTML; Charset=..``,
-                                                                       parameters, PNG/JSON/empty as text/html
-``charset``               ``/`` (hub of 6 pages)                       invalid UTF-8, windows-1251 (HTTP header
-                                                                       only), shift_jis (meta only), a bogus charset
-                                                                       name, UTF-16 with BOM, ISO-8859-1
-``nested_html``           ``/`` -> ``/nested.html``                    ``depth`` (100000) nested ``<div>``
-``malformed_html``        ``/`` -> ``/malformed.html``                 broken markup; links in script/comments
-``many_links``            ``/``                                        ``count`` (100000) links ``/l/N.html``, each a
-                                                                       small leaf page
-``trap_calendar``         ``/cal/2026/11/22`` (``start``)              every date links the previous/next day, forever
-``trap_repeat``           ``/a/``                                      ``/a/a/.../`` each links ``a/``, forever
-``trap_session``          ``/s/index.html``                            ``links`` (5) links with a fresh ``?sid=``
-``robots_huge``           ``/`` (``/p1.html``, ``/early/``, ``/late/``)  robots.txt > ``size`` (1 MiB); /early/
-                                                                       disallowed first, /late/ at the very end
-``robots_garbage``        ``/`` (``/p1.html``, ``/private/x.html``)    robots.txt: ``size`` (64 KiB) random bytes
-``robots_5xx``            ``/`` (``/p1.html``)                         robots.txt answers ``status`` (503)
-``robots_redirect``       ``/`` (``/p1.html``, ``/private/x.html``)    robots.txt 301 -> ``/robots-moved.txt``
-                                                                       (``Disallow: /private/``)
-``robots_redirect_host``  ``/`` (``/p1.html``)                         robots.txt 301 -> an out-of-scope host
-``robots_stall``          ``/`` (``/p1.html``)                         robots.txt: headers, then nothing
-========================  ===========================================  ===============================================
-
-Tripwires: ``redirect_scheme`` and ``redirect_loopback`` point at
-``trip_addr:trip_port`` (default 127.0.0.2 and the web's port) and
-``redirect_loopback`` also at ``addr:other_port`` (default port+1); the
-manifest lists them in ``expected_hostile.never_contacted`` so a test can
-listen there with :class:`.tripwire.Tripwire` and fail if it is touched.
-
-The manifest of a web with hostile hosts has, besides everything above (the
-normal ``pages`` and ``expected`` sets are exactly those of the same web
-without hostile hosts, except that the ``linked_from`` pages list the extra
-links and their new ``bytes``):
-
-* ``hostile_hosts``: ``host:port`` of every hostile host (not in ``hosts``);
-* ``resolve``: the normal lines, then one per hostile host;
-* ``counts.hostile_modes``;
-* ``hostile``: ``{mode: {"host", "urls" (the linked entry URLs),
-  "linked_from", "params", "expect" (what a correct crawler does, in words),
-  "errors" (the error kinds it should count, ABC's names), "requested" (it
-  requests these), "not_requested" (it never requests these), "either" (its
-  policy decides), "bounded" (an infinite trap: only the entry is listed and
-  the crawler must bound the rest), "out_of_scope_links", "never_contacted"
-  ([addr, port] pairs), "facts" (sizes, Locations, ...)}}``;
-* ``expected_hostile``: the unions over the modes - ``hosts``, ``linked``,
-  ``requested``, ``not_requested``, ``either``, ``bounded``, ``unlisted``
-  (URL sets too large to list: ``many_links``' leaves as a pattern and a
-  count), ``out_of_scope_links`` and ``never_contacted``.
-
-Hostile URLs are not in ``pages`` and never in ``expected``: links to them
-count neither as requested nor as out of scope (``compute_expected(...,
-hostile_hosts=...)``).  So a crawl of such a web is checked against
-``expected`` on the normal hosts (``hosts``) and against ``expected_hostile``
-/ ``hostile`` on the others.  "Requested" on a hostile host means at least
-once: a crawler that retries (5xx, 429, resets) may request a URL again.
+The format of every file, the web's features (link forms, traps, errors, host
+communities) and the hostile modes are specified in ``docs/TESTWEB.md``.
 """
 from __future__ import annotations
 
@@ -240,12 +19,12 @@ import math
 import os
 import posixpath
 import random
-import re
 import shutil
-from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+
+from .canonical import canonical, netloc_for, split_url
+from .expected import USER_AGENT, compute_expected, robots_parsers
 
 __all__ = [
     "COMMUNITY_KNOBS",
@@ -258,7 +37,6 @@ __all__ = [
     "netloc_for",
 ]
 
-USER_AGENT = "abc-crawler"
 MANIFEST_FORMAT = "abc-testweb/1"
 ROUTES_FORMAT = "abc-testweb-routes/1"
 HTML_TYPE = "text/html; charset=utf-8"
@@ -323,129 +101,6 @@ _WORDS = (
     "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
     "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud"
 ).split()
-
-
-# --------------------------------------------------------------------------- URLs
-
-def netloc_for(host: str, port: int) -> str:
-    """``host`` or ``host:port`` (the port is omitted when it is 80)."""
-    return host if port == 80 else f"{host}:{port}"
-
-
-def canonical(href: str, base: str) -> str | None:
-    """Canonical form of ``href`` resolved against ``base`` (None if not http(s)).
-
-    ``base`` must be an absolute http(s) URL.  Scheme and host lower-cased,
-    default port dropped, empty path -> ``/``, dot segments removed, fragment
-    dropped, query arguments sorted.  RFC 3986 resolution, enough for the URLs
-    this generator writes (paths in ``[a-z0-9/_.-]``); the crawler uses
-    :mod:`abc_crawler.urls`, which agrees on them (tested).
-    """
-    h = href.strip()
-    cut = h.find("#")
-    if cut >= 0:
-        h = h[:cut]
-    m = _SCHEME.match(h)
-    if m:
-        scheme = m.group(1).lower()
-        if scheme not in ("http", "https"):
-            return None
-        rest = h[m.end():]
-        if not rest.startswith("//"):   # "http:path" (same scheme, relative): rare, be exact
-            return _slow_canonical(href, base)
-        return _assemble(scheme, rest[2:])
-    bscheme, _, brest = base.partition("://")
-    bscheme = bscheme.lower()
-    if h.startswith("//"):
-        return _assemble(bscheme, h[2:])
-    slash = brest.find("/")
-    bnet = brest if slash < 0 else brest[:slash]
-    bpath = "/" if slash < 0 else brest[slash:]
-    bcut = bpath.find("#")
-    if bcut >= 0:
-        bpath = bpath[:bcut]
-    if not h:
-        return _assemble(bscheme, bnet + bpath)
-    if h.startswith("/"):
-        return _assemble(bscheme, bnet + h)
-    bpath_only = bpath.split("?", 1)[0]
-    if h.startswith("?"):
-        return _assemble(bscheme, bnet + bpath_only + h)
-    return _assemble(bscheme, bnet + bpath_only[: bpath_only.rfind("/") + 1] + h)
-
-
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-
-
-def _remove_dot_segments(path: str) -> str:
-    if "/." not in path:
-        return path
-    out: list[str] = []
-    segs = path.split("/")
-    for i, seg in enumerate(segs[1:], 1):
-        last = i == len(segs) - 1
-        if seg == ".":
-            if last:
-                out.append("")
-        elif seg == "..":
-            if out:
-                out.pop()
-            if last:
-                out.append("")
-        else:
-            out.append(seg)
-    return "/" + "/".join(out)
-
-
-def _assemble(scheme: str, rest: str) -> str:
-    """``scheme://`` + authority/path?query (no fragment) in canonical form."""
-    slash = rest.find("/")
-    q = rest.find("?")
-    if q >= 0 and (slash < 0 or q < slash):
-        slash = q
-    net = (rest if slash < 0 else rest[:slash]).lower()
-    tail = "/" if slash < 0 else rest[slash:]
-    if tail.startswith("?"):
-        tail = "/" + tail
-    if "@" in net:
-        net = net.rsplit("@", 1)[1]
-    host, colon, port = net.rpartition(":")
-    if colon and not host.endswith("]"):
-        if port == "" or port == ("80" if scheme == "http" else "443"):
-            net = host
-    path, qm, query = tail.partition("?")
-    path = _remove_dot_segments(path)
-    if qm and query:
-        pairs = sorted(tuple(x.split("=", 1)) if "=" in x else (x, "") for x in query.split("&") if x)
-        query = "&".join(f"{k}={v}" for k, v in pairs)
-        return f"{scheme}://{net}{path}?{query}" if query else f"{scheme}://{net}{path}"
-    return f"{scheme}://{net}{path}"
-
-
-def _slow_canonical(href: str, base: str) -> str | None:
-    """The same as :func:`canonical` through urllib (reference implementation)."""
-    url = urljoin(base, href.strip())
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        return None
-    host = (parts.hostname or "").lower()
-    port = parts.port
-    default = 80 if scheme == "http" else 443
-    netloc = host if port in (None, default) else f"{host}:{port}"
-    path = _remove_dot_segments(parts.path or "/")
-    query = parts.query
-    if query:
-        pairs = sorted(tuple(p.split("=", 1)) if "=" in p else (p, "") for p in query.split("&") if p)
-        query = "&".join(f"{k}={v}" for k, v in pairs)
-    return f"{scheme}://{netloc}{path}" + (f"?{query}" if query else "")
-
-
-def _split(url: str) -> tuple[str, str, str]:
-    """(scheme, netloc, path-with-query) of a canonical URL."""
-    scheme, rest = url.split("://", 1)
-    slash = rest.find("/")
-    return scheme, rest[:slash], rest[slash:]
 
 
 # --------------------------------------------------------------------------- model
@@ -879,8 +534,8 @@ class _Gen:
         frag = f"#sec{rng.randrange(5)}" if rng.random() < 0.1 else ""
         if not self.k["link_forms"]:
             return target + frag
-        t_scheme, t_net, t_path = _split(target)
-        b_scheme, b_net, b_path = bsplit or _split(canonical(base, base))
+        t_scheme, t_net, t_path = split_url(target)
+        b_scheme, b_net, b_path = bsplit or split_url(canonical(base, base))
         r = rng.random()
         port80 = self.port == 80
         if t_net == b_net and t_scheme == b_scheme:
@@ -932,7 +587,7 @@ class _Gen:
             if p.status != 200 or p.ctype != "text/html" or p.dup_of is not None:
                 continue
             base = canonical(p.base_href, p.url) if p.base_href else p.url
-            bsplit = _split(base)
+            bsplit = split_url(base)
             target_size = min(cap, int(rng.lognormvariate(math.log(max(med, 1)), sig)))
             head = [
                 "<!DOCTYPE html>",
@@ -1008,92 +663,6 @@ class _Gen:
             p.body = None
 
 
-# --------------------------------------------------------------------------- expected
-
-def _robots_parsers(robots: dict) -> dict:
-    from protego import Protego
-    return {host: Protego.parse(txt) for host, txt in robots.items() if txt is not None}
-
-
-def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: dict,
-                     user_agent: str = USER_AGENT, hostile_hosts=()) -> dict:
-    """What a correct crawl from ``seeds`` requests and finds.
-
-    ``pages``: the manifest's ``pages`` (URL -> entry with ``status``,
-    ``content_type``, ``links``); ``hosts``: served ``host[:port]``;
-    ``robots``: ``{host[:port]: robots.txt text or None}``.
-
-    ``requested`` is the closure from the seeds over followable links
-    (redirect Locations included) restricted to http(s) URLs on served hosts
-    and not disallowed by robots.txt (protego, ``user_agent``).  URLs absent
-    from ``pages`` answer 404.  ``nodes`` are the requested URLs with status
-    200 and content type text/html; ``edges`` the distinct ``(u, v)``, u != v,
-    both nodes, v a followable link of u.
-
-    ``hostile_hosts`` (``host[:port]``, see :mod:`.hostile`): links to them
-    are neither requested nor out of scope; when given, the result has one
-    more key, ``hostile_links`` (the hostile URLs reached, sorted), and the
-    manifest's ``hostile`` section says what becomes of them.
-    """
-    served = set(hosts)
-    hostile = set(hostile_hosts)
-    hostile_seen: set[str] = set()
-    parsers = _robots_parsers(robots)
-    seen: set[str] = set()
-    requested: list[str] = []
-    disallowed: set[str] = set()
-    oos: set[str] = set()
-    queue: deque[str] = deque()
-
-    def consider(url: str) -> None:
-        if url in seen:
-            return
-        seen.add(url)
-        scheme, net, _ = _split(url)
-        if hostile and net in hostile and scheme == "http":
-            hostile_seen.add(url)
-            return
-        if scheme != "http" or net not in served:
-            oos.add(url)
-            return
-        rp = parsers.get(net)
-        if rp is not None and not rp.can_fetch(url, user_agent):
-            disallowed.add(url)
-            return
-        requested.append(url)
-        queue.append(url)
-
-    for s in seeds:
-        consider(s)
-    while queue:
-        u = queue.popleft()
-        entry = pages.get(u)
-        if entry:
-            for v in entry["links"]:
-                consider(v)
-    statuses: dict[str, int] = {}
-    nodes = []
-    for u in requested:
-        e = pages.get(u)
-        st = e["status"] if e else 404
-        statuses[str(st)] = statuses.get(str(st), 0) + 1
-        if e and st == 200 and e["content_type"] == "text/html":
-            nodes.append(u)
-    nodeset = set(nodes)
-    edges = sorted({(u, v) for u in nodes for v in pages[u]["links"] if v != u and v in nodeset})
-    out = {
-        "requested": sorted(requested),
-        "nodes": sorted(nodes),
-        "edges": [list(e) for e in edges],
-        "disallowed": sorted(disallowed),
-        "out_of_scope_links": sorted(oos),
-        "statuses": dict(sorted(statuses.items())),
-    }
-    if hostile:
-        out["hostile_links"] = sorted(hostile_seen)
-    return out
-
-
 # --------------------------------------------------------------------------- driver
 
 def _check_addr(addr: str) -> None:
@@ -1166,7 +735,7 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
     g.render_pages(sink)
 
     robots_by_net = {g.netloc[h]: g.robots[h] for h in g.hosts}
-    parsers = _robots_parsers(robots_by_net)
+    parsers = robots_parsers(robots_by_net)
 
     # manifest pages
     pages: dict[str, dict] = {}
@@ -1212,10 +781,10 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
     missing = set()
     for e in pages.values():
         for u in e["links"] + e["nofollow"]:
-            if u not in pages and _split(u)[1] in netlocs:
+            if u not in pages and split_url(u)[1] in netlocs:
                 missing.add(u)
     for u in sorted(missing):
-        net = _split(u)[1]
+        net = split_url(u)[1]
         rp = parsers.get(net)
         pages[u] = {"status": 404, "content_type": "text/html", "location": None, "links": [],
                     "nofollow": [], "disallowed": bool(rp is not None and not rp.can_fetch(u, USER_AGENT)),

@@ -1,11 +1,11 @@
-"""Hostile hosts for the synthetic web: one virtual host per mode (see :mod:`.generator`).
+"""Hostile hosts for the synthetic web: one virtual host per mode (``docs/TESTWEB.md``, "Hostile hosts").
 
 :func:`hostile_spec` normalizes the generator's ``hostile=`` argument and
 :func:`build_hostile` returns, for each mode, what to serve (routes, the
 per-host ``modes`` entry of routes.json, small static files) and the truth the
 manifest records (which URLs a correct crawler requests, must not request, may
 request; the error kinds it should count).  The catalogue, its parameters and
-what the server does are tabulated in :mod:`.generator`'s docstring.
+what the server does are tabulated in ``docs/TESTWEB.md``.
 
 Nothing here is random except the garbage robots.txt (seeded): the same
 arguments give the same hosts, byte for byte.

@@ -1,4 +1,4 @@
-"""Communication and balance metrics of an owner assignment (DESIGN §7).
+"""Communication and balance metrics of an owner assignment.
 
 One function, :func:`predict`, computes the metrics of
 ``docs/SESSION_FORMAT.md`` for any assignment of the URLs of a session's
@@ -30,6 +30,10 @@ Definitions (``own`` = owners, ``R`` = requested URLs, links = distinct
     Connectivity−1 of the page hypergraph: ``messages_thesis`` restricted to
     requested link targets.
 
+The exchange's own figures, ``wire_bytes`` and ``messages_mpi``, depend on the
+order in which a crawl finds the links; :func:`exchange_lower_bounds` gives
+what the graph alone forces on them.
+
 Examples
 --------
 >>> import numpy as np
@@ -45,13 +49,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..metrics import imbalance_pct, url_wire_cost
 from ..session import SessionGraph
 from ._np import uniq
-from .balance import imbalance_pct
 from .models import distinct_links, url_lengths
 from .owners import owners_array
 
-__all__ = ["predict", "METRIC_KEYS"]
+__all__ = ["predict", "exchange_lower_bounds", "METRIC_KEYS"]
 
 #: Scalar keys of the dict returned by :func:`predict`.
 METRIC_KEYS = ("K", "pages", "links", "remote_links", "volume_bytes", "messages_thesis",
@@ -108,7 +112,7 @@ def predict(graph: SessionGraph, owners, K: int | None = None, *, url_len: np.nd
                              f"e.g. {graph.urls[i]!r} -> {int(own[i])}")
     os_, od = own[s], own[d]
     remote = os_ != od
-    cost = url_len[d] + 1
+    cost = url_wire_cost(url_len[d])
     both = req[d]
     volume = int(cost[remote].sum())
     cut = int(cost[remote & both].sum())
@@ -133,3 +137,48 @@ def predict(graph: SessionGraph, owners, K: int | None = None, *, url_len: np.nd
         "bytes_per_rank": bytes_pr.tolist(),
         "requests_per_rank": req_pr.tolist(),
     }
+
+
+def exchange_lower_bounds(owners, links: tuple[np.ndarray, np.ndarray], url_len: np.ndarray, K: int) -> dict:
+    """What the graph forces the exchange to move under ``owners``, whatever the crawl's order.
+
+    A rank sends each remote URL to its owner at most once per session (its
+    URL-seen set remembers what it sent), as one line: so the URLs that must
+    cross are the distinct pairs (own(u), v) over links (u, v) with
+    own(v) ≠ own(u), each costing :func:`~abc_crawler.metrics.url_wire_cost`
+    of v. The crawl may send more (a redirect-hop count ``\\tN`` after a URL
+    first found as a redirect target) and spreads them over supersteps.
+
+    Parameters
+    ----------
+    owners : array_like of int, shape (U,)
+        Rank of every URL-table entry.
+    links : tuple of numpy.ndarray
+        Distinct ``(link_src, link_dst)`` (:func:`.models.distinct_links`).
+    url_len : numpy.ndarray, shape (U,)
+        UTF-8 length of every URL (:func:`.models.url_lengths`).
+    K : int
+        Number of ranks.
+
+    Returns
+    -------
+    dict
+        ``wire_url_bytes`` (a lower bound of ``wire_bytes``), ``wire_urls``
+        (the distinct (sender rank, URL) pairs) and ``rank_pairs`` (the
+        ordered rank pairs with a remote link: a lower bound of
+        ``messages_mpi``).
+
+    Examples
+    --------
+    >>> s, d = np.array([0, 1, 1]), np.array([2, 2, 0])
+    >>> exchange_lower_bounds(np.array([0, 0, 1]), (s, d), np.array([14, 14, 14]), 2)
+    {'wire_url_bytes': 15, 'wire_urls': 1, 'rank_pairs': 1}
+    """
+    own = np.asarray(owners, dtype=np.int64)
+    s, d = links
+    os_, od = own[s], own[d]
+    r = os_ != od
+    U = max(own.shape[0], 1)
+    key = uniq(os_[r] * U + d[r])  # distinct (sender rank, URL)
+    return {"wire_url_bytes": int(url_wire_cost(url_len[key % U]).sum()), "wire_urls": int(key.size),
+            "rank_pairs": int(uniq(os_[r] * K + od[r]).size)}
