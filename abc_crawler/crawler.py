@@ -23,7 +23,7 @@ import os
 import resource
 import signal
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,7 +41,7 @@ from .seen import new_fpset
 from .limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, InflateError, inflate, retry_delay, trap_reason
 from .ownership import Assignment
 from .parser import charset_of, extract_links
-from .phases import HolderTable, PhaseClock, uses_phases
+from .phases import CUT_LATE, CUT_SLOW, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause, uses_phases
 from .robots import SHARE_MAX_BYTES, RobotsCache, decode_shared, encode_shared, robots_url
 from .scope import Scope
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
@@ -53,6 +53,11 @@ __all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS", "step_seconds"]
 STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
                  "volume", "outbox", "errors", "clock_due", "checkpoint_due")
 _S = {name: i for i, name in enumerate(STATUS_FIELDS)}
+#: a URL cut at slot ends this many times without its own fault (late start, starved rank) is
+#: handled as a transient failure (retried with back-off, then failed as ``slot_never_full``)
+MAX_FREE_CUTS = 24
+#: loop gaps (seconds) worth remembering to tell a starved rank's cut
+GAP_NOTED = 0.01
 #: longest sleep of a rank under phase slots before it looks for leases handed to it
 LEASE_POLL_SECONDS = 0.01
 #: seconds of the first superstep of a run; each next one twice as long, up to superstep-seconds
@@ -112,6 +117,8 @@ class Batch:
     current: int | None = None    # URL index in flight
     deadline: float | None = None # shared-clock end of the slot the request in flight belongs to
     slot_len: float = 0.0         # length of that slot (shorter than phase-seconds: a warm-up slot)
+    limit: float = 0.0            # seconds the request in flight was given (deadline - its start)
+    started: float = 0.0          # monotonic time the request in flight started
 
 
 @dataclass
@@ -134,6 +141,9 @@ class RankCounters:
     batches: int = 0
     slot_cuts: int = 0            # requests cut at a slot end and put back
     warm_cuts: int = 0            # of which at the end of a warm-up slot (not counted towards max-slot-cuts)
+    cuts_late: int = 0            # of which started too late in their slot to have it (not counted)
+    cuts_starved: int = 0         # of which this rank's loop was away (a busy machine; not counted)
+    cuts_slow: int = 0            # of which the server did not answer within a full slot (counted)
     retries: int = 0
     handovers: int = 0            # slots this rank handed over (it held a host with nothing queued)
     leases: int = 0               # slots handed to this rank
@@ -213,6 +223,10 @@ class RankCrawler:
         self._released: dict[str, int] = {}      # host -> slot this rank handed over (it keeps off)
         self._test_crash = parse_test_crash(cfg.test_crash, self.size)
         self._window: tuple[int, float, float] | None = None
+        self._gaps: deque[tuple[float, float]] = deque(maxlen=512)   # (end, length) of long loop gaps
+        self._last_turn = time.monotonic()
+        self.host_time: dict[str, float] = {}    # host -> its response time (moving average), seconds
+        self.free_cuts: dict[int, int] = {}      # URL index -> cuts that were not its own fault
         self._slot_len = cfg.phase_seconds       # length of the slot of self._window
         # limits and failure state (BUbiNG-style: host state, not exceptions)
         self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL
@@ -550,7 +564,10 @@ class RankCrawler:
         if w is None or not self._admit(host):
             return 0.0
         left = w[2] - self.clock.shared()
-        return left if left >= 0.02 else 0.0
+        ht = self.host_time.get(host)
+        if left < 0.02 or (ht is not None and left < 2 * ht):
+            return 0.0                   # it would likely be cut: the request waits for the next slot
+        return left
 
     def _advance(self, b: Batch, now: float) -> None:
         """Issue the next request of a batch, or end it."""
@@ -567,6 +584,8 @@ class RankCrawler:
             return
         b.deadline = None if limit is None else self.clock.shared() + limit
         b.slot_len = self._slot_len
+        b.limit = 0.0 if limit is None else limit
+        b.started = now
         if h.state == "dead" or host in self.dead_hosts:
             kind = "host_unreachable" if host in self.dead_hosts else "robots_unavailable"
             for idx in b.todo:
@@ -613,34 +632,36 @@ class RankCrawler:
             # nothing more here for a host another rank has work for: the rest of the slot is theirs
             self._hand_over(host, w[0], self.clock.shared() + rest)
 
-    def _warm_cut(self, host: str, b: Batch) -> bool:
-        """A request cut at the end of a warm-up slot: asked again, not counted towards max-slot-cuts.
-
-        Each rank serves each phase once per warm-up length, so a host is cut in
-        vain at most ``phase_warmup`` times per rank; the next slot it gets is
-        twice as long.
-        """
-        if b.slot_len >= self.cfg.phase_seconds - 1e-9:
-            return False
-        self.c.slot_cuts += 1
-        self.c.warm_cuts += 1
-        return True
+    def _cut_cause(self, host: str, b: Batch, now: float) -> str:
+        """Why the request in flight of ``b`` was cut at its slot's end (:func:`phases.cut_cause`)."""
+        warm = b.slot_len < self.cfg.phase_seconds - 1e-9
+        usable = b.slot_len - 2 * self.phase_clock.guard_for(b.slot_len)
+        gap = max((g for end, g in self._gaps if end > b.started), default=0.0)
+        cause = cut_cause(b.limit, usable, self.host_time.get(host), gap, warm)
+        c = self.c
+        c.slot_cuts += 1
+        if cause == CUT_WARM:
+            c.warm_cuts += 1
+        elif cause == CUT_LATE:
+            c.cuts_late += 1
+        elif cause == CUT_STARVED:
+            c.cuts_starved += 1
+        else:
+            c.cuts_slow += 1
+        return cause
 
     def _on_response(self, r: Response, now: float) -> None:
         kind, host = r.key
         b = self.batches[host]
         cut = (r.error == "timeout" and b.deadline is not None
                and self.clock.shared() >= b.deadline - 0.005 and r.t_end - r.t_start < self.cfg.timeout)
+        cause = self._cut_cause(host, b, now) if cut else None
         if kind == "robots":
             b.robots = False
-            if cut and self._warm_cut(host, b):
-                self.robots.get(host).state = "unknown"      # asked again in a longer slot, not counted
-                self._advance(b, now)
-                return
-            if cut:                        # the slot ended first: ask again in the host's next slot
-                self.c.slot_cuts += 1
-                self.robots_cuts[host] += 1
-                if self.robots_cuts[host] < self.cfg.max_slot_cuts:
+            if cause is not None:          # the slot ended first: ask again in the host's next slot
+                if cause == CUT_SLOW:
+                    self.robots_cuts[host] += 1
+                if cause != CUT_SLOW or self.robots_cuts[host] < self.cfg.max_slot_cuts:
                     self.robots.get(host).state = "unknown"
                     self._advance(b, now)
                     return
@@ -660,27 +681,41 @@ class RankCrawler:
             return
         idx = b.current
         b.current = None
-        if cut and self._warm_cut(host, b):
-            self.c.requests -= 1           # asked again in a longer slot; not counted towards max-slot-cuts
-            self.frontier.release(idx)
-            self._advance(b, now)
-            return
-        if cut:
-            self.c.slot_cuts += 1
-            n = self.cuts[idx] = self.cuts.get(idx, 0) + 1
-            if n < self.cfg.max_slot_cuts:
+        if cause is not None:
+            # Only a cut that is the request's own fault counts: it had a full slot and the server
+            # did not answer in it (or never answers within a slot). A request that started late in
+            # its slot, or whose rank was starved, goes back to the front of its host's queue with no
+            # penalty (a busy machine must not lose pages), bounded by MAX_FREE_CUTS.
+            if cause == CUT_SLOW:
+                n = self.cuts[idx] = self.cuts.get(idx, 0) + 1
+                fail = n >= self.cfg.max_slot_cuts
+                kind_, why = "slot_too_short", f"the server did not answer within {n} full phase slots"
+            else:
+                n = self.free_cuts[idx] = self.free_cuts.get(idx, 0) + 1
+                fail = cause != CUT_WARM and n >= MAX_FREE_CUTS
+                kind_, why = "slot_never_full", f"cut at {n} slot ends without a full slot (busy machine)"
+            if not fail:
                 self.c.requests -= 1       # not a request of this session's count: it is asked again
                 self.frontier.release(idx)
                 self._advance(b, now)
                 return
-            # cut in every slot it got: the page takes longer than a slot and never fits
-            r.error, r.error_detail = "slot_too_short", f"cut at the end of {n} phase slots in a row"
-        self.cuts.pop(idx, None)
+            # a transient failure like any other: retried with back-off, failed only after that
+            self.cuts.pop(idx, None)
+            self.free_cuts.pop(idx, None)
+            r.error, r.error_detail = kind_, why
+        else:
+            self.cuts.pop(idx, None)
+            self.free_cuts.pop(idx, None)
+            if r.error is None:
+                t = r.t_end - r.t_start
+                old = self.host_time.get(host)
+                self.host_time[host] = t if old is None else 0.7 * old + 0.3 * t
         if r.error is not None:
             self.host_fail[host] += 1
         else:
             self.host_fail.pop(host, None)
-        retryable = (r.error in RETRYABLE_ERRORS) or (r.error is None and r.status in RETRYABLE_STATUS)
+        retryable = (r.error in RETRYABLE_ERRORS or r.error in ("slot_too_short", "slot_never_full")
+                     or (r.error is None and r.status in RETRYABLE_STATUS))
         if retryable and self.host_fail[host] >= self.cfg.host_max_failures:
             self.dead_hosts.add(host)      # the host is given up; its other URLs are counted, not fetched
         elif retryable and self.attempts.get(idx, 0) < self.cfg.max_retries:
@@ -781,6 +816,8 @@ class RankCrawler:
     def drive(self, wait: float) -> bool:
         """One turn of the fetch loop; sleeps at most ``wait`` seconds when there is nothing to do."""
         now = time.monotonic()
+        if now - self._last_turn > GAP_NOTED:     # the loop was away (busy elsewhere, or starved)
+            self._gaps.append((now, now - self._last_turn))
         self._start_batches(now)
         # sleep (in curl's select, which wakes on socket activity) until the next thing to do
         nxt = self.frontier.next_wakeup(now, queuing=len(self.batches) < self.cfg.concurrency)
@@ -811,6 +848,7 @@ class RankCrawler:
             self._take_leases(now)
         for r in done:
             self._on_response(r, now)
+        self._last_turn = time.monotonic()
         return True
 
     def sync_clock(self) -> None:
@@ -1083,7 +1121,8 @@ class RankCrawler:
             "leases_late": c.leases_late,
             "phase_origin": self.phase_clock.origin if self.phase_clock is not None else None,
             "crawl_delays": {h: r.crawl_delay for h, r in self.robots.hosts.items() if r.crawl_delay > 0},
-            "slot_cuts": c.slot_cuts, "warm_cuts": c.warm_cuts, "retries": c.retries,
+            "slot_cuts": c.slot_cuts, "cuts_late": c.cuts_late, "cuts_starved": c.cuts_starved,
+            "cuts_slow": c.cuts_slow, "warm_cuts": c.warm_cuts, "retries": c.retries,
             "dead_hosts": sorted(self.dead_hosts),
             "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
             "phases": self.phase_clock.n_phases if self.phase_clock is not None else 0,

@@ -75,7 +75,7 @@ from typing import Mapping
 
 import xxhash
 
-__all__ = ["uses_phases", "slot_of", "slot_bounds", "slot_weights", "swrr_sequence", "holder", "HolderTable", "PhaseClock",
+__all__ = ["uses_phases", "cut_cause", "slot_of", "slot_bounds", "slot_weights", "swrr_sequence", "holder", "HolderTable", "PhaseClock",
            "HOLDER_RESOLUTION"]
 
 #: slots of a holder period per phase: a host's period is ``HOLDER_RESOLUTION * n_phases`` slots,
@@ -196,6 +196,40 @@ class HolderTable:
         """The rank that holds ``host`` in every slot, or None when it is shared."""
         s = self._entry(host)[2]
         return next(iter(s)) if len(s) == 1 else None
+
+
+# -- requests cut at a slot's end ------------------------------------------------------------
+#: a request "had its slot" when it was given at least this share of the slot's usable length
+FULL_SLOT_SHARE = 0.9
+#: the rank was starved when its loop was away for at least this share of the request's time
+STARVED_SHARE = 0.25
+CUT_WARM, CUT_LATE, CUT_STARVED, CUT_SLOW = "warm_up", "late_start", "starved", "slow_response"
+
+
+def cut_cause(limit: float, usable: float, host_time: float | None = None, loop_gap: float = 0.0,
+              warm: bool = False) -> str:
+    """Why a request cut at the end of its slot was cut (pure; only ``slow_response`` counts
+    towards ``--max-slot-cuts``).
+
+    ``limit``: seconds the request was given (its slot's usable end minus its start); ``usable``:
+    the usable length of that slot; ``host_time``: the host's measured response time (None when
+    unknown); ``loop_gap``: the longest time this rank's loop was away while the request ran (a
+    starved or busy process cannot read an answer); ``warm``: the slot was a warm-up slot.
+
+    >>> cut_cause(0.95, 0.99), cut_cause(0.3, 0.99), cut_cause(0.95, 0.99, loop_gap=0.5)
+    ('slow_response', 'late_start', 'starved')
+    >>> cut_cause(0.3, 0.99, host_time=1.5)     # the host never answers within a slot
+    'slow_response'
+    """
+    if warm:
+        return CUT_WARM
+    if host_time is not None and host_time >= usable:
+        return CUT_SLOW
+    if limit < FULL_SLOT_SHARE * usable:
+        return CUT_LATE
+    if loop_gap >= STARVED_SHARE * limit:
+        return CUT_STARVED
+    return CUT_SLOW
 
 
 #: shortest warm-up slot, seconds (``phase_warmup`` is lowered until no slot is shorter)

@@ -213,7 +213,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
                           "idle_empty_s", "exchange_s", "handovers", "leases", "leases_late", "phase_origin",
                           "batches", "urls_per_connection",
-                          "connections", "robots_fetches", "robots_adopted", "duplicates", "slot_cuts", "warm_cuts", "retries", "phases", "phase_warmup",
+                          "connections", "robots_fetches", "robots_adopted", "duplicates", "slot_cuts", "warm_cuts", "cuts_late", "cuts_starved", "cuts_slow", "retries", "phases", "phase_warmup",
                           "clock_offset_s",
                           "clock_rtt_s", "clock_syncs", "max_rss_kb")} for s in summaries]
     errors: dict[str, int] = {}
@@ -263,6 +263,8 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "out_of_scope_hosts": dict(sorted(oos.items(), key=lambda kv: -kv[1])[:50]),
         "graph": graph_stats,
         "bounds": time_bounds(co, summaries, cfg, wall),
+        "slot_cuts": {"total": total("slot_cuts"), "warm_up": total("warm_cuts"), "late_start": total("cuts_late"),
+                      "starved": total("cuts_starved"), "slow_response": total("cuts_slow")},
     }
     atomic_write_json(sd / "stats.json", stats)
     manifest = _manifest(cfg, len(summaries), hostnames, assignment, started, _utc(), stopped, session_dir)
@@ -315,6 +317,7 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
         ("imbalance storage / requests", f"{im['storage_pct']:.1f} % / {im['request_pct']:.1f} %"),
         ("overlap pages", str(stats["overlap_pages"])),
         ("time bounds", _bounds_line(stats["bounds"])),
+        ("slot cuts", _cuts_line(stats["slot_cuts"], stats["errors"])),
         ("graph", f"{g.get('nodes')} nodes, {g.get('edges')} edges, {g.get('scc_count', '-')} SCC, "
                   f"{g.get('dangling', '-')} dangling, diameter {g.get('diameter', '-')}, "
                   f"avg distance {g.get('avg_distance', '-')}"),
@@ -334,3 +337,12 @@ def _bounds_line(b: dict) -> str:
     slot = max(b["idle_slot_s"], default=0.0)
     return (f"wall {b['wall_s']:.1f} s; biggest host {host} politeness-bound {b['host_bound_s']:.1f} s; "
             f"busiest rank {busy:.1f} s; most waiting for a slot {slot:.1f} s")
+
+
+def _cuts_line(cuts: dict, errors: dict) -> str:
+    """Requests cut at a slot's end, by cause, and how many of them ended as failures."""
+    if not cuts["total"]:
+        return "none"
+    failed = errors.get("slot_too_short", 0) + errors.get("slot_never_full", 0)
+    return (f"{cuts['total']}: late start {cuts['late_start']}, starved rank {cuts['starved']}, "
+            f"slow response {cuts['slow_response']}, warm-up {cuts['warm_up']}; pages failed by them {failed}")

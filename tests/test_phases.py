@@ -281,3 +281,32 @@ def test_warmup_validation_names_the_setting():
         PhaseClock(0, 2, 2, 1.0, 0.01, warmup=-1)
     pc = PhaseClock(0, 2, 2, 1.0, 0.01, warmup=3)        # no origin yet: the regular grid
     assert pc.slot(5.5) == (5, 5.0, 6.0)
+
+
+# -- requests cut at a slot's end (pure decision) ----------------------------------------------
+from abc_crawler.phases import CUT_LATE, CUT_SLOW, CUT_STARVED, CUT_WARM, cut_cause  # noqa: E402
+
+
+@pytest.mark.parametrize("limit,usable,host_time,gap,warm,expected", [
+    (0.95, 0.99, None, 0.0, False, CUT_SLOW),       # a full slot, no answer: the server's fault
+    (0.95, 0.99, 0.02, 0.0, False, CUT_SLOW),       # fast host, full slot, still cut: counted
+    (0.40, 0.99, None, 0.0, False, CUT_LATE),       # started late in its slot: no penalty
+    (0.40, 0.99, 0.02, 0.6, False, CUT_LATE),       # late start comes first
+    (0.95, 0.99, 0.02, 0.30, False, CUT_STARVED),   # the rank's loop was away a quarter of the time
+    (0.95, 0.99, 0.02, 0.20, False, CUT_SLOW),      # a short gap does not excuse it
+    (0.30, 0.99, 1.50, 0.6, False, CUT_SLOW),       # the host never answers within a slot: counted
+    (0.95, 0.99, None, 0.0, True, CUT_WARM),        # a warm-up slot: never counted
+])
+def test_cut_cause(limit, usable, host_time, gap, warm, expected):
+    assert cut_cause(limit, usable, host_time, gap, warm) == expected
+
+
+@given(st.floats(0.0, 10.0), st.floats(0.01, 10.0), st.one_of(st.none(), st.floats(0.0, 20.0)),
+       st.floats(0.0, 20.0))
+def test_only_a_request_that_had_its_slot_is_penalized(limit, usable, host_time, gap):
+    cause = cut_cause(limit, usable, host_time, gap)
+    if cause == CUT_SLOW:
+        # either it had (nearly) the whole slot and the loop was there, or the host cannot fit a slot
+        assert (limit >= 0.9 * usable and gap < 0.25 * limit) or (host_time is not None and host_time >= usable)
+    else:
+        assert cause in (CUT_LATE, CUT_STARVED)
