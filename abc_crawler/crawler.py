@@ -31,7 +31,7 @@ import xxhash
 
 from .checkpoint import CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from .clock import SharedClock, estimate_offset
-from .config import CrawlConfig
+from .config import CrawlConfig, clock_skew
 from .coordinator import Coordinator, Report, encode_report
 from .exchange import Communicator
 from .fetcher import Fetcher, Response
@@ -149,12 +149,7 @@ class RankCrawler:
         self.stopped = "done"
         self.idle_s = 0.0
         self.idle_phase_s = 0.0
-        skew = 0.0
-        if cfg.test_clock_skew:
-            r, _, sec = cfg.test_clock_skew.partition(":")
-            if int(r) == self.rank:
-                skew = float(sec)
-        self.clock = SharedClock(skew, reference=self.rank == 0)
+        self.clock = SharedClock(clock_skew(cfg.test_clock_skew, self.rank), reference=self.rank == 0)
         self._last_sync = 0.0
         self.phase_clock: PhaseClock | None = None
         # auto: phases only where two ranks can share a host (page-level assignment, K > 1)
