@@ -32,6 +32,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from .exchange import GATHER_CHUNK_BYTES
 from .session import file_record
 
 __all__ = ["gather_plan", "gather_warc", "VerifyingWriter"]
@@ -94,20 +95,21 @@ class VerifyingWriter:
         return why
 
 
-def gather_warc(comm, session_dir, listings: list[list[dict]] | None, hosts: list[str] | None) -> dict | None:
+def gather_warc(comm, session_dir, listings: list[list[dict]] | None, hosts: list[str] | None,
+                chunk_bytes: int = GATHER_CHUNK_BYTES) -> dict | None:
     """Every rank calls it; rank 0 passes every rank's listing and host. Returns, on rank 0,
     ``{"host": …, "copied": [paths], "present": [paths], "errors": [lines]}`` (None elsewhere)."""
     root = Path(session_dir)
     plan = comm.bcast(gather_plan(root, listings) if comm.rank == 0 else None)
     if comm.rank != 0:
         if comm.rank in plan:
-            comm.send_files_to_root([root / f["path"] for f in plan[comm.rank]])
+            comm.send_files_to_root([root / f["path"] for f in plan[comm.rank]], chunk_bytes)
         comm.barrier()
         return None
     copied, errors = [], []
     for rank in sorted(plan):
         writers = [VerifyingWriter(root / f["path"], f["bytes"], f["sha256"]) for f in plan[rank]]
-        lengths = comm.recv_files_from(rank, writers)
+        lengths = comm.recv_files_from(rank, writers, chunk_bytes)
         for f, w, n in zip(plan[rank], writers, lengths):
             why = w.commit(sender_failed=n < 0)
             if why is None:
