@@ -223,19 +223,27 @@ def test_a_host_that_cannot_write_the_session_directory_is_named(sim, web):
     assert r.stderr.count("abc-crawl:") == 1
 
 
+def _newest_checkpoint(session: Path, rank: int) -> int:
+    return max((int(p.name.split(".")[1]) for p in (session / "checkpoint").glob(f"rank-{rank:05d}.*.ckpt")),
+               default=-1)
+
+
 def test_kill9_of_one_host_then_resume_refusals_touch_nothing_and_nothing_is_lost(sim, web, tmp_path):
     node1 = _setup_node1(sim, web)
     resume_block = _readme_blocks()[2][1]
     (resume,) = _commands(resume_block)
     assert resume == "mpiexec -f hostfile -n 4 abc-crawl --resume sessions/s1"
     ckpt2 = sim.disk("node2") / "sessions/s1/checkpoint"
-    with serve(web, latency=0.003):
+    sim_hosts_of_ranks = ["node1", "node1", "node2", "node2"]
+    with serve(web, latency=0.01):          # 10 ms a response: the crawl is still running at the kill
         proc = sim.popen([str(SIMSSH), "node1",
                           f"cd {sim.work} && {CRAWL} --session-dir sessions/s1 --politeness-delay 0 --phases off "
                           "--checkpoint-seconds 0.3 --superstep-seconds 0.3 --no-stats --progress-seconds 60"])
+        # kill once every rank holds a checkpoint of superstep >= 2 (before that, a resume has no
+        # superstep common to all ranks and is refused: test_multihost_rules.py)
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and proc.poll() is None and not any(
-                int(p.name.split(".")[1]) >= 2 for p in ckpt2.glob("rank-00003.*.ckpt")):
+        while time.monotonic() < deadline and proc.poll() is None and min(
+                _newest_checkpoint(sim.disk(h) / "sessions/s1", r) for r, h in enumerate(sim_hosts_of_ranks)) < 2:
             time.sleep(0.02)
         assert proc.poll() is None, "the crawl ended before it could be interrupted"
         pids = sim.rank_pids()
@@ -266,7 +274,7 @@ def test_kill9_of_one_host_then_resume_refusals_touch_nothing_and_nothing_is_los
         assert r.returncode == 2, r.stderr
         assert r.stderr.count("abc-crawl:") == 1 and "Traceback" not in r.stderr
         assert re.search(r"rank 3 on host node2: missing sessions/s1/checkpoint/rank-00003\.\d{8}\.ckpt", r.stderr)
-        assert "rank 2 on host" not in r.stderr
+        assert "rank 2 on host" not in r.stderr, r.stderr
         for p in aside.iterdir():
             p.rename(ckpt2 / p.name)
         assert _snapshot(sim) == before
@@ -276,6 +284,7 @@ def test_kill9_of_one_host_then_resume_refusals_touch_nothing_and_nothing_is_los
     _ok(r)
     manifest = _check_locations(sim, "sessions/s1")
     assert manifest["stopped"] == "done" and len(manifest["resumed"]) == 1
+    assert manifest["resumed"][0]["from_superstep"] >= 1
     with _merged(sim, "sessions/s1", tmp_path / "merged") as merged:
         facts = check_session(web, merged)
     assert facts["stats"]["requests"] == len(facts["manifest"]["expected"]["requested"])
@@ -292,8 +301,8 @@ def test_clock_skew_on_one_host_no_two_ranks_on_one_host_at_once(sim, web, tmp_p
     stats = json.loads((sim.disk("node1") / "sessions/k/stats.json").read_text())
     offsets = {p["rank"]: p["clock_offset_s"] for p in stats["per_rank"]}
     # node2's clock was 0.25 s ahead and its ranks measured it (the skew was really there)
-    assert all(abs(offsets[r] + 0.25) <= 0.01 for r in (2, 3)), offsets
-    assert all(abs(offsets[r]) <= 0.01 for r in (0, 1)), offsets
+    assert all(abs(offsets[r] + 0.25) <= 0.02 for r in (2, 3)), offsets
+    assert all(abs(offsets[r]) <= 0.02 for r in (0, 1)), offsets
     rows = read_log(log)
     assert rows and host_overlaps(rows) == 0
     with _merged(sim, "sessions/k", tmp_path / "merged") as merged:
