@@ -73,6 +73,10 @@ def test_agree_resume_newest_complete_everywhere_else_names_what_is_missing():
     assert step is None
     assert lines == ["rank 2 on host b: missing s/checkpoint/rank-00002.00000005.ckpt",
                      "rank 3 on host b: missing s/journal.bin"]
+    # killed between the first checkpoint of some ranks and of the others: nothing common, refused
+    assert agree_resume([{2: ok}, {2: ok}, {}, {}], ["a", "a", "b", "b"], "s") == (None, [
+        "rank 2 on host b: missing s/checkpoint/rank-00002.00000002.ckpt",
+        "rank 3 on host b: missing s/checkpoint/rank-00003.00000002.ckpt"])
 
 
 def test_placement():
