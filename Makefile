@@ -15,7 +15,7 @@ all: test
 $(STAMP): pyproject.toml setup.py $(wildcard kernels/*.pyx kernels/*.pxd)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel "Cython>=3.0" "numpy>=1.26"
-	$(PY) -m pip install -q --no-build-isolation -e '.[test,partition]'
+	$(PY) -m pip install -q --no-build-isolation -e '.[test]'
 	touch $@
 
 venv: $(STAMP) bytecode
@@ -26,25 +26,27 @@ venv: $(STAMP) bytecode
 bytecode: $(STAMP)
 	$(PY) -m compileall -q abc_crawler kernels partition >/dev/null
 
+# tests/multihost simulate hosts with unshare (root); where that is not permitted they are
+# skipped, and -rs prints why.
 test: $(STAMP) bytecode
-	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/mpi
+	$(PY) -m pytest -q -rs -p no:cacheprovider tests --ignore=tests/mpi
 	for n in 1 2 4; do \
 	  echo "== MPI tests at $$n rank(s)"; \
 	  timeout $(MPI_TIMEOUT) $(BIN)/mpiexec -n $$n $(PY) -m pytest -q -p no:cacheprovider --with-mpi tests/mpi || exit 1; \
 	done
 
 test-unit: $(STAMP) bytecode
-	$(PY) -m pytest -q -p no:cacheprovider tests --ignore=tests/mpi
+	$(PY) -m pytest -q -rs -p no:cacheprovider tests --ignore=tests/mpi
 
 demo: $(STAMP) bytecode
 	PATH=$(abspath $(BIN)):$$PATH $(PY) -m abc_crawler.demo
 
 # What the scripts under bench/ need beyond the project: nginx on loopback (Debian's
-# nginx-light), Scrapy for P1 and py-spy for the profiles. The documentation packages of
+# nginx-light), Scrapy for P1 and py-spy for the profiles (the `bench` extra). The documentation packages of
 # the real corpus are installed by bench/corpus.py when a script first needs them.
 bench-setup: $(STAMP) bytecode
 	command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq nginx-light; }
-	$(PY) -m pip install -q "scrapy>=2.11" "py-spy>=0.3"
+	$(PY) -m pip install -q --no-build-isolation -e '.[test,bench]'
 
 clean:
 	rm -rf build *.egg-info demo kernels/*.c kernels/*.so

@@ -29,6 +29,16 @@ URLs, IN_PROGRESS or IN_LIST in the state of S, are fetched again, so every
 URL ends with exactly one record; rank 0 truncates the journal to S and
 replays it to rebuild the graph. Counters continue from S, so the final
 statistics add up across the restart.
+
+Resume never destroys what it cannot rebuild (DESIGN §11). A checkpoint file
+starts with a small header naming the files it depends on and the length each
+must have at least (its WARC file, its increment log, rank 0's journal), so a
+rank can tell whether it can resume from it without loading its state
+(:func:`checkpoint_problems`). Before anything is cut back, the ranks compare
+their placement with the manifest's (:func:`placement_problems`) and their
+complete checkpoints (:func:`agree_resume`); a resume that could not restore
+every rank is refused with every rank, host and missing file named, and no
+file is changed.
 """
 from __future__ import annotations
 
@@ -41,18 +51,45 @@ from pathlib import Path
 from .session import atomic_write_bytes
 
 __all__ = ["save_checkpoint", "checkpoint_steps", "load_checkpoint", "prune_checkpoints", "Journal",
-           "CheckpointLog"]
+           "CheckpointLog", "checkpoint_name", "checkpoint_problems", "resume_inventory", "agree_resume",
+           "placement_problems", "placement_hostfile"]
 
 _NAME = re.compile(r"rank-(\d{5})\.(\d{8})\.ckpt$")
+_HEADER_FORMAT = 2          # a checkpoint file: pickle(header) then pickle(state); format 1 had no header
 
 
 def _dir(session_dir) -> Path:
     return Path(session_dir) / "checkpoint"
 
 
+def checkpoint_name(rank: int, superstep: int) -> str:
+    """Path of a checkpoint file relative to the session directory.
+
+    >>> checkpoint_name(2, 17)
+    'checkpoint/rank-00002.00000017.ckpt'
+    """
+    return f"checkpoint/rank-{rank:05d}.{superstep:08d}.ckpt"
+
+
+def _needs(rank: int, state: dict) -> dict[str, int]:
+    """Files (relative to the session directory) a checkpoint's state depends on -> least length."""
+    from .warc import warc_path
+
+    needs: dict[str, int] = {}
+    warc = state.get("warc") or {}
+    if warc.get("offset"):
+        needs[warc_path("", rank).as_posix()] = int(warc["offset"])
+    if state.get("log"):
+        needs[f"checkpoint/rank-{rank:05d}.log"] = int(state["log"])
+    if state.get("journal"):
+        needs["journal.bin"] = int(state["journal"])
+    return needs
+
+
 def save_checkpoint(session_dir, rank: int, superstep: int, state: dict) -> Path:
-    path = _dir(session_dir) / f"rank-{rank:05d}.{superstep:08d}.ckpt"
-    atomic_write_bytes(path, pickle.dumps(state, protocol=5))
+    path = Path(session_dir) / checkpoint_name(rank, superstep)
+    header = {"format": _HEADER_FORMAT, "rank": rank, "superstep": superstep, "needs": _needs(rank, state)}
+    atomic_write_bytes(path, pickle.dumps(header, protocol=5) + pickle.dumps(state, protocol=5))
     prune_checkpoints(session_dir, rank, keep=2)
     return path
 
@@ -78,9 +115,121 @@ def prune_checkpoints(session_dir, rank: int, keep: int = 2) -> None:
             pass
 
 
+def _read_checkpoint(path: Path, state: bool) -> tuple[dict, dict | None]:
+    """(header, state or None); a format-1 file (no header) gets its header made from its state."""
+    with open(path, "rb") as fh:
+        first = pickle.load(fh)
+        if isinstance(first, dict) and first.get("format") == _HEADER_FORMAT and "needs" in first:
+            return first, (pickle.load(fh) if state else None)
+    m = _NAME.search(path.name)
+    rank = int(m.group(1)) if m else 0
+    return {"format": 1, "rank": rank, "superstep": first.get("superstep"), "needs": _needs(rank, first)}, first
+
+
 def load_checkpoint(session_dir, rank: int, superstep: int) -> dict:
-    with open(_dir(session_dir) / f"rank-{rank:05d}.{superstep:08d}.ckpt", "rb") as fh:
-        return pickle.load(fh)
+    return _read_checkpoint(_dir(session_dir) / f"rank-{rank:05d}.{superstep:08d}.ckpt", state=True)[1]
+
+
+def checkpoint_problems(session_dir, rank: int, superstep: int) -> list[str]:
+    """Why this rank could not resume from its checkpoint of ``superstep`` here ([] when it can).
+
+    Each problem names a file under ``session_dir``: the checkpoint itself
+    (missing or unreadable), or a file it depends on that is missing or
+    shorter than the checkpoint recorded. Nothing is written.
+    """
+    sd = Path(session_dir)
+    path = sd / checkpoint_name(rank, superstep)
+    if not path.is_file():
+        return [f"missing {path}"]
+    try:
+        header, _ = _read_checkpoint(path, state=False)
+    except Exception as exc:      # a damaged file: any unpickling error
+        return [f"unreadable {path} ({type(exc).__name__})"]
+    out = []
+    for rel, length in sorted(header["needs"].items()):
+        p = sd / rel
+        try:
+            size = p.stat().st_size
+        except FileNotFoundError:
+            out.append(f"missing {p} (the checkpoint of superstep {superstep} needs its first {length} bytes)")
+            continue
+        if size < length:
+            out.append(f"{p} holds {size} bytes, the checkpoint of superstep {superstep} needs {length}")
+    return out
+
+
+def resume_inventory(session_dir, rank: int) -> dict[int, list[str]]:
+    """Every superstep this rank holds a checkpoint of -> its problems ([] = usable)."""
+    return {step: checkpoint_problems(session_dir, rank, step) for step in checkpoint_steps(session_dir, rank)}
+
+
+def agree_resume(inventories: list[dict[int, list[str]]], hosts: list[str], session_dir) -> tuple[int | None, list[str]]:
+    """The superstep every rank can resume from, or None and one line per rank that cannot.
+
+    ``inventories[r]`` is rank r's :func:`resume_inventory`. The newest
+    superstep usable on every rank wins. Otherwise the target is the superstep
+    usable on the most ranks (the newest of those), and each rank lacking it
+    is named with its host and what it misses.
+
+    >>> ok = {4: [], 5: []}
+    >>> agree_resume([ok, {5: [], 6: []}], ["a", "b"], "s")
+    (5, [])
+    >>> agree_resume([ok, {}, ok], ["a", "b", "b"], "s")[1]
+    ['rank 1 on host b: missing s/checkpoint/rank-00001.00000005.ckpt']
+    >>> agree_resume([{}, {}], ["a", "b"], "s")[1][0][:40]
+    'no rank holds a checkpoint in s: nothing'
+    """
+    usable = [{s for s, problems in inv.items() if not problems} for inv in inventories]
+    common = set.intersection(*usable) if usable else set()
+    if common:
+        return max(common), []
+    counts: dict[int, int] = {}
+    for steps in usable:
+        for s in steps:
+            counts[s] = counts.get(s, 0) + 1
+    if not counts:
+        if not any(inventories):
+            return None, [f"no rank holds a checkpoint in {session_dir}: nothing to resume from (the crawl "
+                          "stopped before its first checkpoint, or ran with --checkpoint-seconds 0); "
+                          "start a new session"]
+        target = max(s for inv in inventories for s in inv)
+    else:
+        target = max(counts, key=lambda s: (counts[s], s))
+    lines = []
+    for r, (inv, host) in enumerate(zip(inventories, hosts)):
+        if target in usable[r]:
+            continue
+        problems = inv.get(target) or [f"missing {Path(session_dir) / checkpoint_name(r, target)}"]
+        lines.extend(f"rank {r} on host {host}: {p}" for p in problems)
+    return None, lines
+
+
+def placement_hostfile(hosts: list[str]) -> list[str]:
+    """Hostfile lines (``HOST:SLOTS``, in order) that place rank r on ``hosts[r]`` with MPICH's hydra.
+
+    >>> placement_hostfile(["n1", "n1", "n2", "n2"])
+    ['n1:2', 'n2:2']
+    """
+    lines: list[list] = []
+    for h in hosts:
+        if lines and lines[-1][0] == h:
+            lines[-1][1] += 1
+        else:
+            lines.append([h, 1])
+    return [f"{h}:{n}" for h, n in lines]
+
+
+def placement_problems(expected: list[str] | None, hosts: list[str]) -> list[str]:
+    """Lines naming every rank that now runs on another host than the session's manifest says.
+
+    >>> placement_problems(["n1", "n1", "n2", "n2"], ["n1", "n2", "n2", "n2"])
+    ['rank 1 ran on host n1, now on n2']
+    >>> placement_problems(None, ["n1"])
+    []
+    """
+    if not expected:
+        return []
+    return [f"rank {r} ran on host {e}, now on {h}" for r, (e, h) in enumerate(zip(expected, hosts)) if e != h]
 
 
 def _append_record(fh, obj) -> None:

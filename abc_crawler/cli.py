@@ -5,6 +5,11 @@
 file given with ``--config`` may hold the same keys; flags win. Expected
 problems (bad seeds file, bad resolve file, bad setting) print one line on
 stderr and exit with status 2.
+
+Every rank parses the same command line, but only rank 0 opens the files it
+names (``--config``, seeds, ``--resolve``, ``--assign``): the ranks may run on
+hosts that share no file system, so the settings are built and checked on
+rank 0 and broadcast (:func:`abc_crawler.run.run_crawl`).
 """
 from __future__ import annotations
 
@@ -12,14 +17,24 @@ import argparse
 import os
 import sys
 
-from .config import SETTINGS, CrawlConfig
+from .config import SETTINGS
 from .exceptions import AbcError
 
 __all__ = ["crawl_main", "build_parser"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every rank parses the same argv; only rank 0 prints a usage error (all exit with status 2)."""
+
+    def error(self, message: str):
+        if _is_rank0():
+            self.print_usage(sys.stderr)
+            print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="abc-crawl",
         description="Crawl from SEEDS on every MPI rank (run under mpiexec -n K) and write a session directory.",
     )
@@ -51,26 +66,23 @@ def _is_rank0() -> bool:
 def crawl_main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     values = vars(args)
-    toml_path = values.pop("config")
+    config_file = values.pop("config")
     resume = values.pop("resume")
-    cfg = None
-    if resume is None:
-        try:
-            cfg = CrawlConfig.build(values, toml_path)
-        except AbcError as exc:
-            if _is_rank0():
-                print(f"abc-crawl: {exc}", file=sys.stderr)
-            return 2
-    else:
+    if resume is not None:
         values.pop("seeds")
-    from .run import run_crawl   # imports MPI: only after the arguments are known to be good
+    from .run import run_crawl   # imports MPI
 
     try:
-        if resume is not None:
-            return run_crawl(None, resume=resume, overrides=values)
-        return run_crawl(cfg)
+        return run_crawl(None, resume=resume, overrides=values, config_file=config_file)
     except AbcError as exc:
+        # inputs are checked collectively (every rank returns 2 together); one that escapes on a
+        # single rank must not leave the others waiting in a collective
         print(f"abc-crawl: {exc}", file=sys.stderr)
+        sys.stderr.flush()
+        from mpi4py import MPI
+
+        if MPI.COMM_WORLD.Get_size() > 1:
+            MPI.COMM_WORLD.Abort(2)
         return 2
     except BaseException as exc:
         # A bug on one rank must not leave the others waiting in a collective forever: the

@@ -5,6 +5,11 @@ long flag names, with ``-`` or ``_``) and from command-line flags, which win.
 An unknown key is an error that names it. Components receive the
 :class:`CrawlConfig` explicitly; nothing reads settings from globals.
 
+Under MPI only rank 0 builds the config (:func:`abc_crawler.run.run_crawl`):
+the ranks may run on hosts that share no file system (DESIGN §11), so the
+TOML file and every path a setting names are opened on rank 0's host alone,
+and the validated config is broadcast.
+
 Examples
 --------
 >>> cfg = CrawlConfig.build({"seeds": "seeds.txt", "max_pages": 10})
@@ -25,7 +30,7 @@ from typing import Any
 
 from .exceptions import ConfigError
 
-__all__ = ["CrawlConfig", "SETTINGS", "Setting"]
+__all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew"]
 
 
 @dataclass(frozen=True)
@@ -81,13 +86,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("phase_warmup", int, 3, "fast rotation while the frontier fills: the first n-phases slots last phase-seconds/2^W, the next n-phases twice that, ..., then phase-seconds; each rank serves each phase once per length, and a cut in a warm-up slot does not count towards max-slot-cuts; no slot shorter than 50 ms or four guards (0: off)", 0),
     Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),
-    Setting("test_clock_skew", str, None, "test hook RANK:SECONDS: shift one rank's clock to check clock alignment"),
+    Setting("test_clock_skew", str, None, "test hook RANK:SECONDS[,RANK:SECONDS...]: shift these ranks' clocks to check clock alignment"),
     Setting("test_crash", str, None, "test hook RANK:SUPERSTEP (raise in that rank's crawl loop) or kernels:SUPERSTEP (fail rank 0's kernel thread) to check crash records and resume"),
     Setting("checkpoint_seconds", float, 10.0, "seconds between checkpoints (0: none); abc-crawl --resume SESSION continues from the newest", 0.0),
     Setting("stats", bool, True, "run the live graph-statistics kernels on rank 0"),
     Setting("stats_max_pages", int, 20_000, "cap of the kernels' graph (APSD/SCC use O(n^2) memory)", 1),
     Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),
     Setting("warc", bool, True, "write per-rank WARC files"),
+    Setting("gather_warc", bool, False, "at the end, stream every rank's finished WARC files to rank 0's session directory over MPI (verified against their SHA-256), for ranks on hosts without a shared file system"),
     Setting("warc_batch", int, 64, "pages whose WARC records are serialized and compressed together (1: each page as it arrives); a batch also ends at 1 MiB of bodies and before every checkpoint", 1),
 )
 
@@ -124,6 +130,61 @@ def _coerce(s: Setting, value: Any) -> Any:
     return v
 
 
+def read_config_file(path: str) -> dict[str, Any]:
+    """The settings of a TOML file, keys as setting names (``max-pages`` -> ``max_pages``), coerced.
+
+    ``seeds`` is returned as it is. Errors name the file and the key.
+    """
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: config file is a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = key.replace("-", "_")
+        if name == "seeds":
+            out["seeds"] = value
+            continue
+        if name not in _BY_NAME:
+            raise ConfigError(f"{path}: unknown setting {key!r}")
+        out[name] = _coerce(_BY_NAME[name], value)
+    return out
+
+
+def clock_skew(spec: str | None, rank: int) -> float:
+    """Seconds by which ``--test-clock-skew`` shifts ``rank``'s clock (0.0 when it is not named).
+
+    ``spec`` is ``RANK:SECONDS`` or a comma-separated list of them (all the
+    ranks of one host, to simulate that host's clock being off).
+
+    >>> clock_skew("2:0.25,3:0.25", 3), clock_skew("2:0.25", 1), clock_skew(None, 0)
+    (0.25, 0.0, 0.0)
+    >>> clock_skew("two:1", 0)
+    Traceback (most recent call last):
+    ...
+    abc_crawler.exceptions.ConfigError: test-clock-skew: expected RANK:SECONDS[,RANK:SECONDS...], got 'two:1'
+    """
+    if not spec:
+        return 0.0
+    skews: dict[int, float] = {}
+    for item in spec.split(","):
+        r, sep, sec = item.strip().partition(":")
+        try:
+            if not sep or int(r) < 0:
+                raise ValueError(item)
+            skews[int(r)] = float(sec)
+        except ValueError:
+            raise ConfigError(f"test-clock-skew: expected RANK:SECONDS[,RANK:SECONDS...], got {spec!r}") from None
+    return skews.get(rank, 0.0)
+
+
 @dataclass(frozen=True)
 class CrawlConfig:
     """All settings of one crawl; build it with :meth:`build`."""
@@ -148,21 +209,10 @@ class CrawlConfig:
         merged: dict[str, Any] = {s.name: s.default for s in SETTINGS}
         seeds = cli.get("seeds")
         if toml_path is not None:
-            try:
-                with open(toml_path, "rb") as fh:
-                    data = tomllib.load(fh)
-            except FileNotFoundError:
-                raise ConfigError(f"{toml_path}: config file not found") from None
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"{toml_path}: {exc}") from None
-            for key, value in data.items():
-                name = key.replace("-", "_")
-                if name == "seeds":
-                    seeds = seeds or value
-                    continue
-                if name not in _BY_NAME:
-                    raise ConfigError(f"{toml_path}: unknown setting {key!r}")
-                merged[name] = _coerce(_BY_NAME[name], value)
+            from_file = read_config_file(toml_path)
+            file_seeds = from_file.pop("seeds", None)
+            seeds = seeds or file_seeds
+            merged.update(from_file)
         for key, value in cli.items():
             if key == "seeds" or value is None:
                 continue
@@ -176,6 +226,7 @@ class CrawlConfig:
         assign = merged["assign"]
         if assign not in ("hash", "site-hash") and not Path(assign).exists():
             raise ConfigError(f"assign: expected hash, site-hash or an existing part-vector path, got {assign!r}")
+        clock_skew(merged["test_clock_skew"], 0)
         return cls(seeds=str(seeds), values=merged)
 
     def as_dict(self) -> dict[str, Any]:

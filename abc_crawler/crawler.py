@@ -31,7 +31,7 @@ import xxhash
 
 from .checkpoint import CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from .clock import SharedClock, estimate_offset
-from .config import CrawlConfig
+from .config import CrawlConfig, clock_skew
 from .coordinator import Coordinator, Report, encode_report
 from .crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from .exchange import Communicator
@@ -192,12 +192,7 @@ class RankCrawler:
         self.idle_rest_s = 0.0            # idle with work queued for hosts resting or backing off
         self.idle_empty_s = 0.0           # idle with nothing queued
         self.exchange_s = 0.0             # time spent completing superstep exchanges
-        skew = 0.0
-        if cfg.test_clock_skew:
-            r, _, sec = cfg.test_clock_skew.partition(":")
-            if int(r) == self.rank:
-                skew = float(sec)
-        self.clock = SharedClock(skew, reference=self.rank == 0)
+        self.clock = SharedClock(clock_skew(cfg.test_clock_skew, self.rank), reference=self.rank == 0)
         self._last_sync = 0.0
         self.phase_clock: PhaseClock | None = None
         # auto: phases only where two ranks can share a host (page-level assignment, K > 1)

@@ -15,16 +15,35 @@ starves the others when ranks outnumber cores):
 URLs travel as one UTF-8 buffer per destination (``\\n``-terminated lines) in
 NumPy arrays, never as pickled lists. Control messages (settings, the final
 per-rank summary) use the lowercase pickling calls.
+
+At the end of a session, ``--gather-warc`` streams files to rank 0 with
+point-to-point messages (:meth:`Communicator.send_files_to_root`,
+:meth:`Communicator.recv_files_from`): rank 0 serves one rank at a time; each
+file is its length (``int64``) then chunks of at most ``chunk_bytes``, two in
+flight, so a file of any size crosses with bounded memory.
 """
 from __future__ import annotations
 
+import os
 import pickle
 import time
+from pathlib import Path
 
 import numpy as np
 from mpi4py import MPI
 
-__all__ = ["Communicator", "SuperstepExchange"]
+__all__ = ["Communicator", "SuperstepExchange", "GATHER_CHUNK_BYTES"]
+
+GATHER_CHUNK_BYTES = 4 << 20            # one message of a streamed file
+_TAG_GO, _TAG_LEN, _TAG_DATA = 7301, 7302, 7303      # 71xx: clock samples; 72xx: kept for crash reports
+
+
+def _wait(req) -> None:
+    """Complete a request without spinning the CPU (short sleeps, backing off to 1 ms)."""
+    pause = 0.00005
+    while not req.Test():
+        time.sleep(pause)
+        pause = min(pause * 2, 0.001)
 
 #: point-to-point tags of the crash protocol (:mod:`abc_crawler.crash`)
 TAG_CRASH, TAG_CRASH_ACK = 7201, 7202
@@ -140,6 +159,64 @@ class Communicator:
     def gather(self, obj, root: int = 0):
         """Small control objects (per-rank summaries) to rank 0."""
         return self.comm.gather(obj, root=root)
+
+    def allgather(self, obj) -> list:
+        """Small control objects from every rank to every rank (e.g. each rank's problems)."""
+        return self.comm.allgather(obj)
+
+    def send_files_to_root(self, paths: list[Path], chunk_bytes: int = GATHER_CHUNK_BYTES) -> None:
+        """Not rank 0: once rank 0 says go, stream each file to it (length, then chunks).
+
+        The length is the file's size when it is opened; a file that cannot be
+        opened is sent as length -1 and no chunk.
+        """
+        go = np.zeros(1, np.int8)
+        _wait(self.comm.Irecv([go, MPI.INT8_T], source=0, tag=_TAG_GO))
+        for path in paths:
+            try:
+                fh = open(path, "rb")
+            except OSError:
+                _wait(self.comm.Isend([np.array([-1], np.int64), MPI.INT64_T], dest=0, tag=_TAG_LEN))
+                continue
+            with fh:
+                left = os.fstat(fh.fileno()).st_size
+                _wait(self.comm.Isend([np.array([left], np.int64), MPI.INT64_T], dest=0, tag=_TAG_LEN))
+                in_flight: list = []         # (request, buffer): at most two chunks on the wire
+                while left > 0:
+                    buf = np.empty(min(chunk_bytes, left), np.uint8)
+                    n = fh.readinto(buf)
+                    if n < len(buf):         # the file shrank: pad, rank 0's checksum will tell
+                        buf[n:] = 0
+                    if len(in_flight) == 2:
+                        _wait(in_flight.pop(0)[0])
+                    in_flight.append((self.comm.Isend([buf, MPI.BYTE], dest=0, tag=_TAG_DATA), buf))
+                    left -= len(buf)
+                for req, _ in in_flight:
+                    _wait(req)
+
+    def recv_files_from(self, src: int, sinks: list, chunk_bytes: int = GATHER_CHUNK_BYTES) -> list[int]:
+        """Rank 0: tell ``src`` to go and receive its files in order, each into ``sinks[i].write``.
+
+        Returns each file's length as the sender announced it (-1: it could not open it).
+        """
+        self.comm.Send([np.ones(1, np.int8), MPI.INT8_T], dest=src, tag=_TAG_GO)
+        lengths = []
+        for sink in sinks:
+            head = np.zeros(1, np.int64)
+            _wait(self.comm.Irecv([head, MPI.INT64_T], source=src, tag=_TAG_LEN))
+            length = int(head[0])
+            lengths.append(length)
+            sizes = [min(chunk_bytes, length - o) for o in range(0, max(length, 0), chunk_bytes)]
+            bufs = [np.empty(min(chunk_bytes, max(length, 1)), np.uint8) for _ in range(2)]
+            reqs = []
+            for i, n in enumerate(sizes[:2]):
+                reqs.append(self.comm.Irecv([bufs[i], n, MPI.BYTE], source=src, tag=_TAG_DATA))
+            for i, n in enumerate(sizes):
+                _wait(reqs[i])
+                sink.write(memoryview(bufs[i % 2])[:n])
+                if i + 2 < len(sizes):
+                    reqs.append(self.comm.Irecv([bufs[i % 2], sizes[i + 2], MPI.BYTE], source=src, tag=_TAG_DATA))
+        return lengths
 
     def allreduce_min(self, value: int) -> int:
         """The smallest of an integer over all ranks (control message)."""

@@ -1,9 +1,15 @@
 """Run one crawl session on all ranks and write the session directory.
 
-Rank 0 reads the inputs (settings, seeds, resolve list) and broadcasts them,
-so the ranks need not share a file system; every rank writes its own WARC
-file; rank 0 writes the graph, the exchange counters, ``stats.json`` and
-``manifest.json`` (each atomically).
+Rank 0 reads the inputs (settings and the ``--config`` file, seeds, resolve
+list, part vector; on ``--resume`` the session's manifest) and broadcasts them:
+the ranks may run on hosts that share no file system, and no other rank opens
+a path given on the command line. A bad input ends every rank with status 2
+and one message from rank 0. Every rank then checks that it can write its
+session directory on its own host, writes its own WARC file and checkpoints
+there; rank 0 writes the graph, the exchange counters, ``stats.json`` and
+``manifest.json`` (each atomically). At the end every rank lists the files it
+wrote with their sizes and SHA-256, and the manifest says which host holds
+which (``--gather-warc`` also copies the WARC files to rank 0).
 """
 from __future__ import annotations
 
@@ -24,9 +30,11 @@ from .ownership import make_assignment
 from .phases import HolderTable, PhaseClock, uses_phases
 from .progress import Progress, format_bytes
 from .scope import Scope, read_seeds
-from .checkpoint import Journal, checkpoint_steps
-from .session import atomic_write_bytes, atomic_write_json, npz_bytes, read_json, save_graph
-from .warc import warc_path
+from .checkpoint import Journal, agree_resume, placement_hostfile, placement_problems, resume_inventory
+from .config import read_config_file
+from .gather import gather_warc
+from .session import (atomic_write_bytes, atomic_write_json, npz_bytes, prepare_rank_dir, rank_files, read_json,
+                      save_graph)
 
 __all__ = ["run_crawl"]
 
@@ -35,13 +43,14 @@ def _utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _resume_config(resume: str, overrides: dict, ranks: int) -> tuple[CrawlConfig, dict]:
-    """Rank 0: the settings of the session to resume (flags given now win) and its manifest."""
+def _resume_config(resume: str, overrides: dict, ranks: int, config_file: str | None = None) -> tuple[CrawlConfig, dict]:
+    """Rank 0: the settings of the session to resume (a ``--config`` file and flags given now win) and its manifest."""
     sd = Path(resume)
     try:
         manifest = read_json(sd / "manifest.json")
     except FileNotFoundError:
-        raise AbcError(f"{sd}: no manifest.json (not a session directory)") from None
+        raise AbcError(f"{sd}: no manifest.json on {platform.node()} (rank 0's host): not a session directory, "
+                       "or rank 0 of the session ran on another host") from None
     if manifest.get("ranks") != ranks:
         raise AbcError(f"{sd}: the session ran on {manifest.get('ranks')} ranks; resume it with mpiexec -n "
                        f"{manifest.get('ranks')} (this run has {ranks})")
@@ -51,6 +60,8 @@ def _resume_config(resume: str, overrides: dict, ranks: int) -> tuple[CrawlConfi
               file=sys.stderr)
     saved = dict(manifest["config"])
     saved.pop("test_crash", None)      # a test hook applies to the run it was given to
+    if config_file is not None:
+        saved.update(read_config_file(config_file))
     saved.update({k: v for k, v in overrides.items() if v is not None})
     saved["session_dir"] = str(sd)
     return CrawlConfig.build(saved), manifest
@@ -79,18 +90,53 @@ def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
     sd = Path(session_dir)
     if not resume and ((sd / "manifest.json").exists() or (sd / "warc").exists()):
         raise AbcError(f"{sd}: session directory already holds a session (choose another --session-dir)")
-    sd.mkdir(parents=True, exist_ok=True)
     # Rank 0 read the assignment (a part vector may exist on its file system only); it is sent to all.
     return {"scope": scope, "seeds": seeds, "seed_problems": len(problems), "session_dir": str(sd),
             "assignment": assignment, "holders": holders}
 
 
+def _refused(comm: Communicator, lines: list[str] | None) -> bool:
+    """Rank 0 decided ``lines`` (None: go on); every rank learns it. True when the run must end (status 2)."""
+    lines = comm.bcast(lines if comm.rank == 0 else None)
+    if lines and comm.rank == 0:
+        print("abc-crawl: " + "\n  ".join(lines), file=sys.stderr)
+    return bool(lines)
+
+
+def _agree_resume(comm: Communicator, session_dir: str, host: str,
+                  hosts_before: list[str] | None) -> tuple[int, list[str] | None]:
+    """Every rank: the superstep to resume from, or the lines refusing the resume. Reads files, writes none.
+
+    Refused when a rank runs on another host than the manifest says, or when
+    some rank lacks a usable checkpoint of the superstep the others hold.
+    """
+    reports = comm.gather((host, resume_inventory(session_dir, comm.rank)))
+    answer = None
+    if comm.rank == 0:
+        hosts = [h for h, _ in reports]
+        moved = placement_problems(hosts_before, hosts)
+        if moved:
+            answer = (-1, [f"{session_dir}: cannot resume, nothing was changed: every rank must run on the host "
+                           "it ran on (its checkpoint and WARC file are there)", *moved,
+                           "run it with a hostfile that places the ranks so, in this order:",
+                           *placement_hostfile(hosts_before)])
+        else:
+            step, lines = agree_resume([inv for _, inv in reports], hosts, session_dir)
+            answer = (step, None) if step is not None else (
+                -1, [f"{session_dir}: cannot resume, nothing was changed: every rank needs its checkpoint of the "
+                     "same superstep", *lines])
+    return comm.bcast(answer)
+
+
 def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=None,
-              resume: str | None = None, overrides: dict | None = None) -> int:
+              resume: str | None = None, overrides: dict | None = None, config_file: str | None = None) -> int:
     """Crawl on every rank of ``comm``; returns the process exit status.
 
-    With ``resume`` (a session directory), ``cfg`` is ignored: the session's
-    own settings are used, updated with the non-None ``overrides``.
+    With ``cfg`` None, rank 0 builds the settings from ``overrides`` (the
+    command line's values, None = not given) and ``config_file`` (TOML). With
+    ``resume`` (a session directory), ``cfg`` is ignored: the session's own
+    settings are used, updated with ``config_file`` and the non-None
+    ``overrides``.
     """
     comm = comm or Communicator()
     out = out if out is not None else sys.stderr
@@ -103,9 +149,12 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     if comm.rank == 0:
         try:
             if resume is not None:
-                cfg, manifest_before = _resume_config(resume, overrides or {}, comm.size)
+                cfg, manifest_before = _resume_config(resume, overrides or {}, comm.size, config_file)
+            elif cfg is None:
+                cfg = CrawlConfig.build(overrides or {}, config_file)
             prep = _prepare(cfg, comm.size, resume=resume is not None)
             prep["cfg"] = cfg
+            prep["hosts_before"] = (manifest_before or {}).get("hosts")
         except AbcError as exc:
             prep = str(exc)
     else:
@@ -118,21 +167,26 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     cfg = prep["cfg"]
     session_dir = prep["session_dir"]
     crash.CONTEXT.session_dir, crash.CONTEXT.settings = session_dir, cfg.as_dict()
+    host = platform.node()
     step = -1
     if resume is not None:
-        # the newest superstep every rank has a checkpoint of (-1: none; start afresh)
-        mine = checkpoint_steps(session_dir, comm.rank)
-        step = comm.allreduce_min(mine[-1] if mine else -1)
-        if step < 0:
-            for p in (warc_path(session_dir, comm.rank), Path(session_dir) / "journal.bin"):
-                if comm.rank == 0 or p.name != "journal.bin":
-                    p.unlink(missing_ok=True)
+        # nothing is cut back or rewritten before every rank is known to hold what the resume needs
+        step, refusal = _agree_resume(comm, session_dir, host, prep["hosts_before"])
+        if _refused(comm, refusal):
+            return 2
+    subdirs = [d for d, use in (("warc", cfg.warc), ("checkpoint", cfg.checkpoint_seconds > 0)) if use]
+    problem = prepare_rank_dir(session_dir, comm.rank, subdirs, fresh=resume is None)
+    problems = comm.gather(None if problem is None else f"rank {comm.rank} on host {host}: {problem}")
+    if comm.rank == 0:
+        problems = [p for p in problems if p] or None
+    if _refused(comm, problems):
+        return 2
     assignment = prep["assignment"]
     progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out) if comm.rank == 0 else None
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress,
                           holders=prep["holders"])
     crash.CONTEXT.superstep = lambda: crawler.superstep
-    hostnames = comm.gather(platform.node())
+    hostnames = comm.gather(host)
     started = _utc()
     resumes = list((manifest_before or {}).get("resumed", []))
     if comm.rank == 0:
@@ -164,13 +218,38 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     stopped = crawler.run()
     wall = time.time() - t_wall
     summaries = comm.gather(crawler.summary())
+    stats = None
     if comm.rank == 0:
         if progress is not None:
             progress.close()
-        _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped, hostnames, started, out,
-                       resumes)
+        stats = _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped)
+    status = _locate_files(comm, cfg, session_dir, hostnames, summaries, assignment, started, stopped, resumes)
+    if comm.rank == 0:
+        _print_summary(stats, session_dir, out)
     comm.barrier()
-    return 0
+    return status
+
+
+def _locate_files(comm: Communicator, cfg, session_dir: str, hostnames, summaries, assignment, started: str,
+                  stopped: str, resumes) -> int:
+    """Every rank, once rank 0's files are written: list what each rank wrote on its host (sizes,
+    SHA-256), gather the WARC files to rank 0 with ``--gather-warc``; rank 0 writes the final manifest.
+    Returns the exit status (1 when a gathered copy failed its check)."""
+    listings = comm.gather(rank_files(session_dir, comm.rank, session_wide=comm.rank == 0))
+    gathered = gather_warc(comm, session_dir, listings, hostnames) if cfg.gather_warc else None
+    status = 0
+    if comm.rank == 0:
+        manifest = _manifest(cfg, len(summaries), hostnames, assignment, started, _utc(), stopped, session_dir)
+        manifest["resumed"] = list(resumes)
+        manifest["locations"] = [{"rank": r, "host": h, "files": files}
+                                 for r, (h, files) in enumerate(zip(hostnames, listings))]
+        if gathered is not None:
+            manifest["gathered_warc"] = gathered
+            for line in gathered["errors"]:
+                print(f"abc-crawl: gather-warc: {line}", file=sys.stderr)
+            status = 1 if gathered["errors"] else 0
+        atomic_write_json(Path(session_dir) / "manifest.json", manifest)
+    return comm.bcast(status)
 
 
 def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, session_dir) -> dict:
@@ -196,7 +275,8 @@ def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, sessio
 
 
 def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float, session_dir: str,
-                   assignment, stopped: str, hostnames, started: str, out, resumes=()) -> None:
+                   assignment, stopped: str) -> dict:
+    """Rank 0: the graph, the exchange counters and ``stats.json`` (the manifest comes last, in _locate_files)."""
     co = crawler.coordinator
     sd = Path(session_dir)
     save_graph(sd, co.graph())
@@ -267,10 +347,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
                       "starved": total("cuts_starved"), "slow_response": total("cuts_slow")},
     }
     atomic_write_json(sd / "stats.json", stats)
-    manifest = _manifest(cfg, len(summaries), hostnames, assignment, started, _utc(), stopped, session_dir)
-    manifest["resumed"] = list(resumes)
-    atomic_write_json(sd / "manifest.json", manifest)
-    _print_summary(stats, session_dir, out)
+    return stats
 
 
 def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> dict:

@@ -14,8 +14,10 @@ Examples
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -27,6 +29,9 @@ from .urls import fingerprint
 
 __all__ = [
     "FORMAT_VERSION",
+    "file_record",
+    "rank_files",
+    "prepare_rank_dir",
     "SessionGraph",
     "atomic_write_bytes",
     "atomic_write_json",
@@ -184,3 +189,81 @@ def load_graph(session_dir: str | os.PathLike) -> SessionGraph:
             urls=unpack_strings(z["url_blob"], z["url_off"]),
             **{name: z[name] for name in _ARRAY_FIELDS},
         )
+
+
+# -- where the files are (DESIGN §11: ranks share no file system) ------------------
+
+_RANK_FILE = re.compile(r"^rank-0*(\d+)\.")
+
+
+def file_record(session_dir: str | os.PathLike, rel: str) -> dict:
+    """``{"path": rel, "bytes": size, "sha256": hex}`` of a file under the session directory."""
+    with open(Path(session_dir) / rel, "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        size = fh.tell()
+    return {"path": rel, "bytes": size, "sha256": digest}
+
+
+def rank_files(session_dir: str | os.PathLike, rank: int, session_wide: bool = False) -> list[dict]:
+    """The files this rank wrote under ``session_dir`` on its host, with sizes and SHA-256, sorted by path.
+
+    A rank's own files are named ``rank-N.*`` (any zero padding) in any
+    subdirectory (``warc/``, ``checkpoint/``); with ``session_wide`` (rank 0)
+    also every file not named after a rank: the session-wide files. Not listed:
+    ``manifest.json`` (it holds this list), temporary files of atomic writes
+    (``.*.tmp``), and files named after other ranks (their own files where the
+    hosts share a disk, or copies gathered by ``--gather-warc``).
+    """
+    out = []
+    for rel in _rank_paths(Path(session_dir), rank, session_wide):
+        try:
+            out.append(file_record(session_dir, rel))
+        except FileNotFoundError:       # removed meanwhile (a pruned checkpoint)
+            continue
+    return out
+
+
+def _rank_paths(root: Path, rank: int, session_wide: bool) -> list[str]:
+    """Relative paths of :func:`rank_files`, sorted."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            rel = (Path(dirpath) / name).relative_to(root).as_posix()
+            if rel == "manifest.json" or (name.startswith(".") and name.endswith(".tmp")):
+                continue
+            m = _RANK_FILE.match(name)
+            if (m is not None and int(m.group(1)) == rank) or (m is None and session_wide):
+                out.append(rel)
+    return sorted(out)
+
+
+def prepare_rank_dir(session_dir: str | os.PathLike, rank: int, subdirs: Iterable[str] = (),
+                     fresh: bool = True) -> str | None:
+    """Make sure this rank can write its files under ``session_dir`` on its host; None, or why not.
+
+    Creates the directory and ``subdirs`` and writes, syncs and removes a
+    probe file in each. With ``fresh`` (a new session) the rank's own files
+    must not exist yet: a directory of that name on this host may hold an
+    earlier session, whose files a new one must not append to.
+    """
+    root = Path(session_dir)
+    for d in [root, *(root / s for s in subdirs)]:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return f"cannot create the session directory {d} ({exc.strerror or exc})"
+        probe = d / f".probe-rank-{rank:05d}-{os.getpid()}"
+        try:
+            with open(probe, "wb") as fh:
+                fh.write(b"abc")
+                fh.flush()
+                os.fsync(fh.fileno())
+            probe.unlink()
+        except OSError as exc:
+            return f"cannot write in the session directory {d} ({exc.strerror or exc})"
+    if fresh:
+        mine = _rank_paths(root, rank, session_wide=False)
+        if mine:
+            return (f"{root / mine[0]} exists: the session directory on this host already holds a session's files "
+                    "(choose another --session-dir)")
+    return None

@@ -29,10 +29,15 @@ def web(tmp_path_factory):
     return d
 
 
-def _newest_checkpoint(session: Path) -> int:
+def _newest_checkpoint(session: Path, ranks: int = 4) -> int:
+    """The newest superstep every rank has checkpointed (-1: some rank has none yet). A kill before
+    every rank holds a common checkpoint leaves nothing to resume from, and --resume refuses it."""
     d = session / "checkpoint"
-    steps = [int(p.name.split(".")[1]) for p in d.glob("rank-00000.*.ckpt")] if d.is_dir() else []
-    return max(steps, default=-1)
+    newest = []
+    for r in range(ranks):
+        steps = [int(p.name.split(".")[1]) for p in d.glob(f"rank-{r:05d}.*.ckpt")] if d.is_dir() else []
+        newest.append(max(steps, default=-1))
+    return min(newest)
 
 
 @pytest.mark.parametrize("how", ["kill9-one", "kill9-all", "sigterm"])
