@@ -30,6 +30,7 @@ def big_web(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)      # three 8-rank crawls of 20,000 pages with both cores busy (~4 min idle)
 def test_eight_ranks_on_a_busy_machine_lose_no_page(big_web, tmp_path):
     recovered = 0
     for run in range(3):

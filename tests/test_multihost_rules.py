@@ -26,7 +26,19 @@ def test_doctests(mod):
 
 
 def _state(offset=100, log=20, journal=0):
-    return {"superstep": 3, "warc": {"offset": offset, "seen": {}}, "log": log, "journal": journal, "x": [1, 2]}
+    return {"state_version": checkpoint.STATE_VERSION, "superstep": 3, "warc": {"offset": offset, "seen": {}},
+            "log": log, "journal": journal, "x": [1, 2]}
+
+
+def test_a_checkpoint_of_an_older_state_version_is_refused_by_name(tmp_path):
+    state = _state(offset=0, log=0)
+    del state["state_version"]                 # what sessions before the versioned state wrote
+    save_checkpoint(tmp_path, 0, 3, state)
+    problems = checkpoint_problems(tmp_path, 0, 3)
+    assert len(problems) == 1 and "checkpoint state version 1" in problems[0]
+    assert "resume the session with the abc-crawler version that wrote it" in problems[0]
+    save_checkpoint(tmp_path, 0, 4, _state(offset=0, log=0))
+    assert checkpoint_problems(tmp_path, 0, 4) == []
 
 
 def test_checkpoint_names_the_files_it_needs(tmp_path):
