@@ -30,7 +30,7 @@ URL ends with exactly one record; rank 0 truncates the journal to S and
 replays it to rebuild the graph. Counters continue from S, so the final
 statistics add up across the restart.
 
-Resume never destroys what it cannot rebuild (DESIGN §11). A checkpoint file
+Resume never destroys what it cannot rebuild. A checkpoint file
 starts with a small header naming the files it depends on and the length each
 must have at least (its WARC file, its increment log, rank 0's journal), so a
 rank can tell whether it can resume from it without loading its state

@@ -6,7 +6,7 @@ An unknown key is an error that names it. Components receive the
 :class:`CrawlConfig` explicitly; nothing reads settings from globals.
 
 Under MPI only rank 0 builds the config (:func:`abc_crawler.run.run_crawl`):
-the ranks may run on hosts that share no file system (DESIGN §11), so the
+the ranks may run on hosts that share no file system, so the
 TOML file and every path a setting names are opened on rank 0's host alone,
 and the validated config is broadcast.
 

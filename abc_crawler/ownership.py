@@ -151,7 +151,7 @@ class SiteHashAssignment(Assignment):
 
 
 class PartvecAssignment(Assignment):
-    """A part vector of an earlier session (``abc-repartition``) decides (DESIGN §4).
+    """A part vector of an earlier session (``abc-repartition``) decides.
 
     1. a URL in the vector goes to its rank;
     2. a new URL goes to the rank that holds most of its host's pages in the vector;
@@ -171,8 +171,6 @@ class PartvecAssignment(Assignment):
         self.site_level = pv.model.startswith("site")
         self._fp = dict(zip(pv.url_fp.tolist(), pv.url_rank.tolist()))
         self._host = dict(zip(pv.hosts, pv.host_rank_.tolist()))
-        self.fallback_host = 0
-        self.fallback_hash = 0
         # pages of each host per rank; a host all of whose vector pages sit on one rank: its new
         # pages go there too (rule 2)
         pages: dict[str, dict[int, int]] = {}

@@ -35,7 +35,7 @@ The N URLs are the pages the source session requested (the vertices of the
 models; for site models every requested page of a host carries its host's
 rank).
 
-Owner rule (DESIGN §4), :meth:`PartVec.owner`
+Owner rule (:func:`abc_crawler.ownership.partvec_owner`), :meth:`PartVec.owner`
     1. the URL's fingerprint is in ``url_fp`` → its ``url_rank``;
     2. else its host's fingerprint is in ``host_fp`` → that ``host_rank``;
     3. else ``fp % n_buckets % K`` (the ``hash`` assignment).

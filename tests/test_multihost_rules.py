@@ -1,6 +1,6 @@
 """The rules behind several hosts, on one host: what a checkpoint needs, which superstep the ranks
 resume from, which files a rank wrote, whether a rank can write its session directory, and
-resumes refused without changing a file (DESIGN §11). The simulated-host tests are in
+resumes refused without changing a file (the ranks share no disk). The simulated-host tests are in
 tests/multihost/."""
 from __future__ import annotations
 
