@@ -30,7 +30,7 @@ URL ends with exactly one record; rank 0 truncates the journal to S and
 replays it to rebuild the graph. Counters continue from S, so the final
 statistics add up across the restart.
 
-Resume never destroys what it cannot rebuild (DESIGN §11). A checkpoint file
+Resume never destroys what it cannot rebuild. A checkpoint file
 starts with a small header naming the files it depends on and the length each
 must have at least (its WARC file, its increment log, rank 0's journal), so a
 rank can tell whether it can resume from it without loading its state
@@ -56,6 +56,8 @@ __all__ = ["save_checkpoint", "checkpoint_steps", "load_checkpoint", "prune_chec
 
 _NAME = re.compile(r"rank-(\d{5})\.(\d{8})\.ckpt$")
 _HEADER_FORMAT = 2          # a checkpoint file: pickle(header) then pickle(state); format 1 had no header
+#: the version of the state a rank saves (abc_crawler.crawl.state); 1: pickled crawler objects
+STATE_VERSION = 2
 
 
 def _dir(session_dir) -> Path:
@@ -88,7 +90,8 @@ def _needs(rank: int, state: dict) -> dict[str, int]:
 
 def save_checkpoint(session_dir, rank: int, superstep: int, state: dict) -> Path:
     path = Path(session_dir) / checkpoint_name(rank, superstep)
-    header = {"format": _HEADER_FORMAT, "rank": rank, "superstep": superstep, "needs": _needs(rank, state)}
+    header = {"format": _HEADER_FORMAT, "rank": rank, "superstep": superstep, "needs": _needs(rank, state),
+              "state_version": state.get("state_version", 1)}
     atomic_write_bytes(path, pickle.dumps(header, protocol=5) + pickle.dumps(state, protocol=5))
     prune_checkpoints(session_dir, rank, keep=2)
     return path
@@ -123,7 +126,8 @@ def _read_checkpoint(path: Path, state: bool) -> tuple[dict, dict | None]:
             return first, (pickle.load(fh) if state else None)
     m = _NAME.search(path.name)
     rank = int(m.group(1)) if m else 0
-    return {"format": 1, "rank": rank, "superstep": first.get("superstep"), "needs": _needs(rank, first)}, first
+    return {"format": 1, "rank": rank, "superstep": first.get("superstep"), "needs": _needs(rank, first),
+            "state_version": first.get("state_version", 1)}, first
 
 
 def load_checkpoint(session_dir, rank: int, superstep: int) -> dict:
@@ -145,6 +149,10 @@ def checkpoint_problems(session_dir, rank: int, superstep: int) -> list[str]:
         header, _ = _read_checkpoint(path, state=False)
     except Exception as exc:      # a damaged file: any unpickling error
         return [f"unreadable {path} ({type(exc).__name__})"]
+    version = header.get("state_version", 1)
+    if version != STATE_VERSION:
+        return [f"{path}: checkpoint state version {version}, this abc-crawler reads version {STATE_VERSION} "
+                "(resume the session with the abc-crawler version that wrote it, or start a new session)"]
     out = []
     for rel, length in sorted(header["needs"].items()):
         p = sd / rel

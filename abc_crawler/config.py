@@ -6,7 +6,7 @@ An unknown key is an error that names it. Components receive the
 :class:`CrawlConfig` explicitly; nothing reads settings from globals.
 
 Under MPI only rank 0 builds the config (:func:`abc_crawler.run.run_crawl`):
-the ranks may run on hosts that share no file system (DESIGN §11), so the
+the ranks may run on hosts that share no file system, so the
 TOML file and every path a setting names are opened on rank 0's host alone,
 and the validated config is broadcast.
 
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .exceptions import ConfigError
+from .ownership import N_BUCKETS
 
 __all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew"]
 
@@ -51,7 +52,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("time_limit", float, None, "stop after this many seconds of crawling", 0.0),
     Setting("assign", str, "hash", "page-to-rank assignment: hash, site-hash, or a part vector (partvec.npz, or a session directory holding one)"),
     Setting("remap", bool, False, "accept a part vector made for another number of ranks by remapping its parts"),
-    Setting("assign_buckets", int, 4096, "logical buckets of the two-stage hash mapping (WebGather)", 1),
+    Setting("assign_buckets", int, N_BUCKETS, "logical buckets of the two-stage hash mapping (WebGather)", 1),
     Setting("concurrency", int, 32, "Bucket elements (hosts) fetched at once per rank", 1),
     Setting("superstep_pages", int, 256, "R: responses a rank processes per superstep before it exchanges", 1),
     Setting("superstep_seconds", float, 0.5, "longest superstep in seconds before a rank exchanges", 0.001),

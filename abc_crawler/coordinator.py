@@ -26,11 +26,11 @@ import numpy as np
 
 from .session import SessionGraph
 
-__all__ = ["Report", "encode_report", "decode_report", "Coordinator", "KernelWorker"]
+__all__ = ["SuperstepReport", "encode_report", "decode_report", "Coordinator", "KernelWorker"]
 
 
 @dataclass
-class Report:
+class SuperstepReport:
     """What one rank tells rank 0 about one superstep."""
 
     rank: int = 0
@@ -51,7 +51,7 @@ class Report:
         return not self.page_fp and not self.new_fp
 
 
-def encode_report(r: Report) -> bytes:
+def encode_report(r: SuperstepReport) -> bytes:
     """Columnar, pickle-free-of-Python-lists encoding (NumPy buffers + one URL blob)."""
     obj = {
         "rank": r.rank, "superstep": r.superstep, "volume": r.volume,

@@ -83,7 +83,6 @@ class SuperstepExchange:
         self.shared_in: list[bytes] | None = None     # what each rank sent to all
         self.reports: list[bytes] | None = None
         self.t_start = time.monotonic()
-        self.t_done = 0.0
 
     def _start_round2(self) -> None:
         comm = self.comm
@@ -135,7 +134,6 @@ class SuperstepExchange:
             g = self._gatherbuf.tobytes()
             self.reports = [g[o:o + c] for o, c in zip(self._gdispl.tolist(), self.report_lens.tolist())]
         self._round = 3
-        self.t_done = time.monotonic()
         return True
 
     @property

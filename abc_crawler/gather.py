@@ -1,7 +1,7 @@
 """``abc-crawl --gather-warc``: every rank's finished WARC files copied to rank 0's session directory.
 
 On clusters without a shared file system each rank's WARC file stays on the
-host the rank ran on (DESIGN §11); ``manifest.json`` lists where. With
+host the rank ran on (the ranks may share no file system); ``manifest.json`` lists where. With
 ``--gather-warc`` rank 0 also collects them at the end of the session:
 
 1. every rank has listed its files with sizes and SHA-256

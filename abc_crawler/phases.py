@@ -51,7 +51,7 @@ the table: one function value per (host, slot) means one holder per slot, and
 the guard bands keep consecutive holders apart whatever the clocks' error.
 
 A holder with nothing queued for a host hands its slot over (see
-:mod:`abc_crawler.crawler`): every rank announces in the superstep exchange which
+:mod:`abc_crawler.crawl.slots`): every rank announces in the superstep exchange which
 shared hosts it has work for; the holder of a host it has no work for sends a
 *lease* for that slot (point to point) to one rank that announced work, and
 stops contacting the host for the rest of the slot before it sends. The

@@ -76,6 +76,10 @@ class RobotsCache:
         h = self.get(host)
         return h.state == "unknown" or (h.state == "retry" and h.retry_at <= now)
 
+    def forget(self, host: str) -> None:
+        """The request for ``host``'s robots.txt was cut before an answer: it is asked again."""
+        self.get(host).state = "unknown"
+
     def on_response(self, host: str, status: int, body: bytes, now: float, fetched: bool = True) -> None:
         """Record the answer for ``host``'s robots.txt (``status`` 0 = transport error);
         ``fetched=False``: another rank fetched it (not counted as this rank's fetch)."""

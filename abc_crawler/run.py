@@ -22,7 +22,7 @@ from pathlib import Path
 from . import __version__, crash
 from .config import CrawlConfig
 from .coordinator import Coordinator, KernelWorker
-from .crawler import STATUS_FIELDS, RankCrawler, StopFlag
+from .crawl import STATUS_FIELDS, Rank0Role, RankCrawler, StopFlag
 from .exceptions import AbcError, ConfigError
 from .exchange import Communicator
 from .metrics import imbalance_pct
@@ -30,7 +30,7 @@ from .ownership import make_assignment
 from .phases import HolderTable, PhaseClock, uses_phases
 from .progress import Progress, format_bytes
 from .scope import Scope, read_seeds
-from .checkpoint import Journal, agree_resume, placement_hostfile, placement_problems, resume_inventory
+from .checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
 from .config import read_config_file
 from .gather import gather_warc
 from .session import (atomic_write_bytes, atomic_write_json, npz_bytes, prepare_rank_dir, rank_files, read_json,
@@ -182,20 +182,20 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     if _refused(comm, problems):
         return 2
     assignment = prep["assignment"]
-    progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out) if comm.rank == 0 else None
-    crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, progress,
+    progress = rank0 = None
+    if comm.rank == 0:
+        progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out)
+        kernels = KernelWorker(cfg.stats_max_pages) if cfg.stats else None
+        rank0 = Rank0Role(Coordinator(comm.size, kernels), progress)
+    crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, rank0,
                           holders=prep["holders"])
     crash.CONTEXT.superstep = lambda: crawler.superstep
     hostnames = comm.gather(host)
     started = _utc()
     resumes = list((manifest_before or {}).get("resumed", []))
-    if comm.rank == 0:
-        kernels = KernelWorker(cfg.stats_max_pages) if cfg.stats else None
-        crawler.coordinator = Coordinator(comm.size, kernels)
     if step >= 0:
         crawler.restore(step)
     if comm.rank == 0:
-        crawler.journal = Journal(session_dir)
         if resume is not None:
             started = manifest_before.get("started", started)
             resumes.append({"at": _utc(), "from_superstep": step})
@@ -277,7 +277,7 @@ def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, sessio
 def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float, session_dir: str,
                    assignment, stopped: str) -> dict:
     """Rank 0: the graph, the exchange counters and ``stats.json`` (the manifest comes last, in _locate_files)."""
-    co = crawler.coordinator
+    co = crawler.rank0.coordinator
     sd = Path(session_dir)
     save_graph(sd, co.graph())
     atomic_write_bytes(sd / "exchange.npz", npz_bytes(**co.exchange_arrays()))

@@ -191,7 +191,7 @@ def load_graph(session_dir: str | os.PathLike) -> SessionGraph:
         )
 
 
-# -- where the files are (DESIGN §11: ranks share no file system) ------------------
+# -- where the files are (the ranks may share no file system) -----------------------
 
 _RANK_FILE = re.compile(r"^rank-0*(\d+)\.")
 

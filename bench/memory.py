@@ -6,7 +6,7 @@
 Each measurement runs in a fresh process: it imports the crawler, then adds N
 distinct canonical URLs (built one by one, as canonicalize() would return
 them: a new ``str`` each) to the structures under test exactly as
-``RankCrawler._route``/``_admit_local`` do for a local URL found on a page —
+``Router.route``/``Router.admit_local`` do for a local URL found on a page —
 ``fp = fingerprint(url)``; ``seen.report(fp)``; ``if seen.add(fp):
 frontier.add(url, host_of(url))`` — and finally runs one
 ``Frontier.schedule()`` (the Bucket takes its share). Figure: (peak RSS − RSS
@@ -127,18 +127,18 @@ def measure(variant: str, n: int, style: str) -> dict:
         if old:
             if seen is not None:
                 seen_set, reported = seen
-                if reported is not None and fp not in reported:     # RankCrawler._route (ebe161a)
+                if reported is not None and fp not in reported:     # Router.route (ebe161a)
                     reported.add(fp)
                 if fp in seen_set:
                     continue
                 seen_set.add(fp)
         elif seen is not None:
             if crawler:
-                seen.report(fp)                                    # RankCrawler._route
+                seen.report(fp)                                    # Router.route
             if not seen.add(fp):
                 continue
         if frontier is not None:
-            frontier.add(url, host_of(url))                        # RankCrawler._admit_local
+            frontier.add(url, host_of(url))                        # Router.admit_local
         if crawler and not old and i % ckpt_every == ckpt_every - 1:
             # a checkpoint every 100,000 URLs: the increments go to the log (here: dropped)
             frontier.take_increment()

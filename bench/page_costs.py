@@ -15,11 +15,11 @@ interleaved (order rotated), CPU from ``time.process_time``:
 ``loop``         the bare loop's per-page work in ``stack_limit.py``: parse,
                  then ``canonicalize`` + scope + fingerprint of every link.
 ``abc links``    abc's link path alone over the parsed pages:
-                 ``RankCrawler._targets`` (decision cache, trap limits,
-                 owner) and ``_route`` (URL-seen set, report to rank 0,
+                 ``LinkClassifier.targets`` (decision cache, trap limits,
+                 owner) and ``Router.route`` (URL-seen set, report to rank 0,
                  frontier), fresh crawler state per round.
 ``abc warc``     ``RankWarc.write`` alone (request + response record).
-``abc``          ``RankCrawler._process_page``: everything abc does with a
+``abc``          ``BatchRunner.process``: everything abc does with a
                  response (WARC, parse, links, route, counters); the WARC
                  records that still wait in a batch are written (flushed)
                  inside the timing.
@@ -91,7 +91,7 @@ class _OneRank:
 
 def _crawler(resolve: list[str], tmp: str, warc: bool, batch: int = 64):
     from abc_crawler.config import CrawlConfig
-    from abc_crawler.crawler import RankCrawler, StopFlag
+    from abc_crawler.crawl import RankCrawler, StopFlag
     from abc_crawler.ownership import HashAssignment
     from abc_crawler.scope import Scope
 
@@ -126,7 +126,7 @@ def measure(variant: str, pages, resolve: list[str]) -> float:
             c = _crawler(resolve, tmp, False)
             t = time.process_time()
             for url, fp, p in parsed:
-                c._route(fp, c._targets(url, p.base, p.links))
+                c.router.route(fp, c.links.targets(url, p.base, p.links))
             return time.process_time() - t
         rs = responses(pages)
         if variant == "abc warc":
@@ -139,7 +139,7 @@ def measure(variant: str, pages, resolve: list[str]) -> float:
         c = _crawler(resolve, tmp, variant != "abc nowarc", 1 if variant == "abc batch 1" else 64)
         t = time.process_time()
         for r in rs:
-            c._process_page(r)
+            c.runner.process(r)
         c.warc.flush()
         dt = time.process_time() - t
         c.warc.close()

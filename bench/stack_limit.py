@@ -21,7 +21,7 @@ round), each in its own process on the same nginx:
                  and the 64-bit fingerprint: the per-page work of the crawler
                  without frontier, Bucket, URL-seen set, MPI, WARC or session
                  output. **The stack limit** as the issue defines it.
-``loop+cache``   + the crawler's own decision cache (``RankCrawler._targets``:
+``loop+cache``   + the crawler's own decision cache (``LinkClassifier.targets``:
                  a relative href resolves the same on every page of one
                  directory, so the canonical URL is cached per (base
                  directory, href)): the stricter limit, since abc-crawl has it.

@@ -86,19 +86,20 @@ def run_scrapy(web: Path, a, tmp: Path) -> dict:
 # crawler stage of a sample: the first frame from the leaf upwards whose function matches
 STAGES = [
     ("parse (lxml)", r"^extract_links$"),
-    ("canonicalize links", r"^(canonicalize|RankCrawler\._links_of)$"),
-    ("route links (owner, seen, report)", r"^RankCrawler\._route$"),
+    ("canonicalize links", r"^(canonicalize|LinkClassifier\.(targets|classify|target))$"),
+    ("route links (owner, seen, report)", r"^Router\.(route|admit_local|record_page)$"),
     ("WARC write", r"^RankWarc\."),
-    ("fetch (pycurl)", r"^Fetcher\.|^RankCrawler\._advance$"),
+    ("fetch (pycurl)", r"^Fetcher\.|^BatchRunner\.advance$"),
     ("inflate / charset", r"^(inflate|charset_of)$"),
-    ("frontier/Bucket scheduling", r"^Frontier\.|^RankCrawler\._start_batches$"),
-    ("exchange/MPI", r"^(Communicator|Exchange)\.|^RankCrawler\.(_payloads|receive|_take_report)$|^encode_report$"),
+    ("frontier/Bucket scheduling", r"^Frontier\.|^BatchRunner\.start$|^SlotGate\."),
+    ("exchange/MPI", r"^(Communicator|SuperstepExchange)\.|^Router\.(payloads|receive|take_report)$|^encode_report$"),
     ("coordinator (rank 0 graph)", r"^Coordinator\.|^KernelWorker\."),
     ("session write", r"^(save_graph|_write_session|atomic_write)"),
     ("robots", r"^Robots"),
-    ("checkpoint", r"^(save_checkpoint|RankCrawler\.write_checkpoint)$"),
+    ("checkpoint", r"^(save_checkpoint|save|capture)$"),
     ("start-up (imports)", r"^(_find_and_load|_call_with_frames_removed)$"),
-    ("loop bookkeeping (drive, _on_response, _advance, run)", r"^RankCrawler\.(drive|_on_response|run|_process_page|_page_outcome)$"),
+    ("loop bookkeeping (drive, on_answer, process, run)",
+     r"^BatchRunner\.(drive|on_answer|process)$|^RankCrawler\.(run|_exchange)$|^PageProcessor\.outcome$"),
 ]
 
 

@@ -4,7 +4,7 @@ This folder is installed as ``abc_crawler.kernels`` (setuptools
 ``package-dir``); every ``_*.pyx`` here is built into an extension module of
 that package.
 
-* :class:`GraphStats` -- the facade the coordinator uses (DESIGN §6).
+* :class:`GraphStats` -- the facade the coordinator uses.
 * :class:`APSD` -- incremental all-pairs shortest distances (SPAWC Alg. 1).
 * :class:`SCC` -- incremental strongly connected components (SPAWC Alg. 2).
 * :class:`Degrees` -- in/out degree histograms and dangling nodes.

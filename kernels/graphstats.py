@@ -1,6 +1,6 @@
 """Live statistics of the crawled graph, kept by the coordinator on rank 0.
 
-:class:`GraphStats` is the one object the coordinator talks to (DESIGN §6):
+:class:`GraphStats` is the one object the coordinator talks to:
 it numbers nothing itself (the coordinator gives each crawled page the next
 dense id and calls :meth:`GraphStats.add_nodes`), it takes edges in batches,
 and it answers :meth:`GraphStats.summary` for ``stats.json`` and the live
@@ -46,7 +46,7 @@ class GraphStats:
 
     Notes
     -----
-    Definitions (DESIGN §6): diameter = the largest finite d(u, v) over
+    Definitions (the same everywhere: docs/SESSION_FORMAT.md): diameter = the largest finite d(u, v) over
     u != v (0 if no pair is connected); average distance = the mean of the
     finite d(u, v) over ordered pairs u != v (0.0 if none); dangling = nodes
     with out-degree 0; ``scc_count`` counts singleton components.

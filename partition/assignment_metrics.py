@@ -8,7 +8,7 @@ graph to ranks. It serves both purposes:
   the previous session's pages), or from the hash baselines;
 * **measured** — ``owners = url_rank`` for the URLs the session requested and
   the session's own owner function for link targets it never requested (see
-  :func:`abc_crawler.partition.owners.owners_for_assignment`); the result
+  :func:`abc_crawler.ownership.owners_for_assignment`); the result
   must then equal the exchange counters of that session.
 
 Definitions (``own`` = owners, ``R`` = requested URLs, links = distinct
@@ -53,7 +53,7 @@ from ..metrics import imbalance_pct, url_wire_cost
 from ..session import SessionGraph
 from ._np import uniq
 from .models import distinct_links, url_lengths
-from .owners import owners_array
+from ..ownership import owners_array
 
 __all__ = ["predict", "exchange_lower_bounds", "METRIC_KEYS"]
 
@@ -73,7 +73,7 @@ def predict(graph: SessionGraph, owners, K: int | None = None, *, url_len: np.nd
     owners : array_like of int, shape (U,), or callable
         Rank of every URL-table entry, or a function ``owners(url) -> rank``
         evaluated on every URL (see
-        :func:`abc_crawler.partition.owners.owners_array`). Entries of URLs
+        :func:`abc_crawler.ownership.owners_array`). Entries of URLs
         that are neither requested nor link targets are not read.
     K : int, optional
         Number of ranks (default ``graph.ranks``). Every owner read must lie

@@ -57,7 +57,7 @@ from ..metrics import url_wire_cost
 from ..session import SessionGraph, load_graph
 from .assignment_metrics import predict
 from .models import distinct_links, site_graph, url_lengths
-from .owners import owners_hash, url_hosts
+from ..ownership import owners_hash, url_hosts
 
 __all__ = ["caps", "hub_lower_bound", "hub_lower_bound_reference", "forced_splits", "volume_breakdown",
            "site_level_cut", "analyse", "main"]

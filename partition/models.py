@@ -56,7 +56,7 @@ import numpy as np
 from ..metrics import url_wire_cost
 from ..session import SessionGraph
 from ._np import uniq, uniq_inverse
-from .owners import url_hosts
+from ..ownership import url_hosts
 
 __all__ = [
     "WeightedGraph",
@@ -291,7 +291,7 @@ def site_graph(graph: SessionGraph, url_len: np.ndarray | None = None, hosts=Non
     url_len : numpy.ndarray, optional
         Precomputed :func:`url_lengths`.
     hosts : tuple, optional
-        Precomputed :func:`abc_crawler.partition.owners.url_hosts`.
+        Precomputed :func:`abc_crawler.ownership.url_hosts`.
 
     Returns
     -------

@@ -35,7 +35,7 @@ The N URLs are the pages the source session requested (the vertices of the
 models; for site models every requested page of a host carries its host's
 rank).
 
-Owner rule (DESIGN §4), :meth:`PartVec.owner`
+Owner rule (:func:`abc_crawler.ownership.partvec_owner`), :meth:`PartVec.owner`
     1. the URL's fingerprint is in ``url_fp`` → its ``url_rank``;
     2. else its host's fingerprint is in ``host_fp`` → that ``host_rank``;
     3. else ``fp % n_buckets % K`` (the ``hash`` assignment).
@@ -67,7 +67,7 @@ import numpy as np
 from ..session import SessionGraph, atomic_write_bytes, pack_strings, unpack_strings
 from ..urls import fingerprint, host_of
 from ._np import uniq_index, uniq_inverse
-from .owners import N_BUCKETS, hash_rank, url_hosts
+from ..ownership import N_BUCKETS, partvec_owner, partvec_owners, url_hosts
 
 __all__ = ["PARTVEC_FORMAT", "PARTVEC_FILE", "PartVec", "make_partvec", "save_partvec",
            "load_partvec", "remap"]
@@ -161,33 +161,17 @@ class PartVec:
             return int(self.host_rank_[i])
         return None
 
-    def owner(self, url: str, fp: int | None = None) -> int:
-        """Owner of a canonical URL under this vector (the DESIGN §4 rule).
+    def host_ranks_of_fps(self, hfps) -> np.ndarray:
+        """Vectorized :meth:`host_rank_of_fp`: int64 ranks, -1 for unknown hosts."""
+        return _lookup(self.host_fp, self.host_rank_, np.asarray(hfps, dtype=np.uint64))
 
-        Parameters
-        ----------
-        url : str
-            Canonical URL.
-        fp : int, optional
-            Its fingerprint, if already computed.
-        """
-        fp = fingerprint(url) if fp is None else fp
-        r = self.rank_of_fp(fp)
-        if r is None:
-            r = self.host_rank(host_of(url))
-        return hash_rank(fp, self.K, self.n_buckets) if r is None else r
+    def owner(self, url: str, fp: int | None = None) -> int:
+        """Owner of a canonical URL under this vector (:func:`abc_crawler.ownership.partvec_owner`)."""
+        return partvec_owner(self, url, fp)
 
     def owners_of_graph(self, graph: SessionGraph, hosts=None) -> np.ndarray:
-        """:meth:`owner` of every URL-table entry of ``graph`` (int64 array, vectorized)."""
-        hid, names = hosts if hosts is not None else url_hosts(graph)
-        out = self.ranks_of_fps(graph.url_fp)
-        miss = out < 0
-        if miss.any():
-            hfp = np.array([fingerprint(h) for h in names], dtype=np.uint64)
-            hr = _lookup(self.host_fp, self.host_rank_, hfp)[hid[miss]]
-            hh = hash_rank(graph.url_fp[miss], self.K, self.n_buckets)
-            out[miss] = np.where(hr >= 0, hr, hh)
-        return out
+        """Owner of every URL-table entry of ``graph`` (:func:`abc_crawler.ownership.partvec_owners`)."""
+        return partvec_owners(self, graph, hosts)
 
 
 def _lookup(keys: np.ndarray, vals: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -232,7 +216,7 @@ def make_partvec(graph: SessionGraph, url_part, K: int, model: str, imbalance: f
     n_buckets : int, optional
     source : str, optional
     hosts : tuple, optional
-        Precomputed :func:`~abc_crawler.partition.owners.url_hosts`.
+        Precomputed :func:`~abc_crawler.ownership.url_hosts`.
 
     Returns
     -------

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..session import SessionGraph, save_graph
 from ._np import uniq
-from .owners import hash_rank
+from ..ownership import hash_rank
 
 __all__ = ["synthetic_graph", "write_synthetic_session", "bench", "main"]
 
@@ -171,7 +171,7 @@ def bench(graph: SessionGraph, K: int = 8, models=("page-gp", "site-gp", "page-h
     """
     from .assignment_metrics import predict
     from .models import distinct_links, url_lengths
-    from .owners import owners_hash, owners_site_hash, url_hosts
+    from ..ownership import owners_hash, owners_site_hash, url_hosts
     from .repartition import run_model
 
     ul, links, hosts = url_lengths(graph), distinct_links(graph), url_hosts(graph)

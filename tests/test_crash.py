@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from abc_crawler import crash
-from abc_crawler.crawler import RAMP_FIRST_STEP, step_seconds
+from abc_crawler.crawl.loop import RAMP_FIRST_STEP, step_seconds
 from abc_crawler.limits import retry_delay
 from crawlcheck import MPIEXEC, check_session, crawl_cli, generate, serve
 
@@ -40,11 +40,11 @@ def test_backoffs_stay_finite_for_any_attempt_count():
 
 
 def test_per_superstep_counters_are_compact_arrays():
-    from abc_crawler.coordinator import Coordinator, Report, encode_report
+    from abc_crawler.coordinator import Coordinator, SuperstepReport, encode_report
 
     co = Coordinator(ranks=3)
     for step in range(2000):
-        rep = Report(rank=step % 3, superstep=step, volume=step, send_bytes=[5, 0, 7], send_urls=[1, 0, 2])
+        rep = SuperstepReport(rank=step % 3, superstep=step, volume=step, send_bytes=[5, 0, 7], send_urls=[1, 0, 2])
         co.consume(encode_report(rep))
         co.end_superstep(step, step * 0.5)
     ex = co.exchange_arrays()

@@ -76,14 +76,11 @@ def test_eager_ready_sends_filling_elements_oldest_first_up_to_the_limit():
     assert f.ready(0.3, eager=True) == []
 
 
-def test_one_element_per_host_and_batch_limit():
+def test_one_element_per_host():
     f = make(batch_urls=2)
     idx = add(f, "a.test", 5)
     assert f.schedule(0.0) == 2               # one element of L=2; the rest stay IN_LIST
     assert [f.states[i] for i in idx] == [IN_PROGRESS, IN_PROGRESS, IN_LIST, IN_LIST, IN_LIST]
-    f.batch_limit["b.test"] = 1
-    add(f, "b.test", 3)
-    assert f.schedule(0.0) == 1
 
 
 def test_column_collisions_leave_urls_in_list():
@@ -137,7 +134,7 @@ def test_admit_vetoes_hosts():
 def test_blocked_host_and_wakeup():
     f = make()
     add(f, "a.test", 1)
-    f.blocked_until["a.test"] = 5.0
+    f.block("a.test", 5.0)
     assert f.schedule(0.0) == 0
     assert f.next_wakeup(0.0) == 5.0
     assert f.schedule(5.0) == 1
@@ -165,7 +162,7 @@ def test_url_text_roundtrip_and_origins():
 
 
 def test_chunks_reclaimed_when_completed(monkeypatch):
-    import abc_crawler.frontier as fr
+    import abc_crawler.urlstates as fr
     f = make()
     n = 3 * fr.CHUNK // 1000 + 10          # paths of ~1000 bytes: more than 3 chunks
     for i in range(n):
@@ -291,7 +288,9 @@ def test_same_decisions_as_the_window_scan(seed):
                 assert new.add(u, h) == old.add(u, h)
         elif op < 0.35:
             h = rng.choice(hosts)
-            new.blocked_until[h] = old.blocked_until[h] = now + rng.choice([0.5, 2.0])
+            t = now + rng.choice([0.5, 2.0])
+            new.block(h, t)
+            old.blocked_until[h] = t
         elif op < 0.4:
             vetoed = set(rng.sample(hosts, rng.randrange(len(hosts))))
         elif op < 0.43:

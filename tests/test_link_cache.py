@@ -1,11 +1,12 @@
-"""The link-decision cache gives exactly the decisions made without it (crawler._targets)."""
+"""The link-decision cache gives exactly the decisions made without it (LinkClassifier.targets)."""
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from abc_crawler.config import CrawlConfig
-from abc_crawler.crawler import RankCounters, RankCrawler
+from abc_crawler.crawl.counters import RankCounters
+from abc_crawler.crawl.links import LinkClassifier
 from abc_crawler.ownership import HashAssignment
 from abc_crawler.scope import Scope
 from abc_crawler.urls import fingerprint
@@ -14,11 +15,9 @@ SCOPE = Scope.from_lines(["a.test:80:127.0.0.1", "b.test:8080:127.0.0.1", "a.tes
 CFG = CrawlConfig.build({"seeds": "seeds.txt"})
 
 
-def _crawler() -> RankCrawler:
-    c = RankCrawler.__new__(RankCrawler)     # only what _targets uses
-    c.cfg, c.scope, c.c, c._link_cache = CFG, SCOPE, RankCounters(), {}
-    c.assign, c.rank = HashAssignment(4), 1
-    return c
+def _crawler() -> LinkClassifier:
+    """Rank 1's link decisions under a 4-rank hash assignment, counted into fresh counters."""
+    return LinkClassifier.from_config(CFG, SCOPE, HashAssignment(4), 1, RankCounters())
 
 
 PAGES = ["http://a.test/", "http://a.test/d/x.html", "http://a.test/d/e/y.html?q=1", "https://a.test/d/x.html",
@@ -35,24 +34,24 @@ href = st.one_of(
 ASSIGN = HashAssignment(4)
 
 
-def _uncached(page: str, hrefs: list[str]) -> tuple[list[tuple], RankCounters]:
+def _uncached(page: str, hrefs: list[str]) -> tuple[list[tuple], LinkClassifier]:
     """Every href decided on its own (no cache): the targets, distinct by fingerprint, and the counts."""
     c = _crawler()
     out: dict[int, tuple] = {}
     for h in hrefs:
-        t = c._classify(h, page)
+        t = c.classify(h, page)
         if t[0] is None:
-            c.c.links[t[1]] += 1
+            c.links[t[1]] += 1
             if t[1] == "out_of_scope":
-                c.c.out_of_scope_hosts[t[2]] += 1
+                c.out_of_scope_hosts[t[2]] += 1
         else:
             out.setdefault(t[1], t)
-    return list(out.values()), c.c
+    return list(out.values()), c
 
 
 def _urls(c, page, base, hrefs):
     """The URLs the crawler follows from ``page`` (its targets' first field)."""
-    return [t[0] for t in c._targets(page, base, hrefs)]
+    return [t[0] for t in c.targets(page, base, hrefs)]
 
 
 @settings(max_examples=400, deadline=None)
@@ -62,7 +61,7 @@ def test_cached_decisions_equal_uncached(pages):
     total = RankCounters()
     for page, hrefs in pages:
         expect, counts = _uncached(page, hrefs)
-        got = cached._targets(page, None, hrefs)
+        got = cached.targets(page, None, hrefs)
         assert got == expect
         assert _urls(cached, page, None, hrefs) == [t[0] for t in expect]
         for url, fp, owner, wire in got:     # what routing needs, computed once with the decision
@@ -72,20 +71,20 @@ def test_cached_decisions_equal_uncached(pages):
         total.links.update(counts.links)     # _urls above decided the page a second time
         total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
         total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
-    assert cached.c.links == total.links and cached.c.out_of_scope_hosts == total.out_of_scope_hosts
+    assert cached.links == total.links and cached.out_of_scope_hosts == total.out_of_scope_hosts
 
 
 def test_the_cache_is_used_across_directories():
     c = _crawler()
     _urls(c, "http://a.test/d/x.html", None, ["/top.html", "http://a.test/abs", "rel.html", "//b.test:8080/s"])
-    keys = set(c._link_cache)
+    keys = set(c.cache)
     assert ("http://a.test", "/top.html") in keys and "http://a.test/abs" in keys
     assert ("http://a.test/d/", "rel.html") in keys and ("http:", "//b.test:8080/s") in keys
     assert _urls(c, "http://a.test/other/z.html", None, ["/top.html", "http://a.test/abs"]) == [
         "http://a.test/top.html", "http://a.test/abs"]
-    n = len(c._link_cache)
+    n = len(c.cache)
     # spellings that differ only in the fragment or the scheme's case share the decision
     assert _urls(c, "http://b.test:8080/e/f.html", None,
                  ["HTTP://a.test/abs#top", "http://a.test/abs#", "//b.test:8080/s#x"]) == [
         "http://a.test/abs", "http://b.test:8080/s"]
-    assert len(c._link_cache) == n
+    assert len(c.cache) == n

@@ -1,6 +1,6 @@
 """The rules behind several hosts, on one host: what a checkpoint needs, which superstep the ranks
 resume from, which files a rank wrote, whether a rank can write its session directory, and
-resumes refused without changing a file (DESIGN §11). The simulated-host tests are in
+resumes refused without changing a file (the ranks share no disk). The simulated-host tests are in
 tests/multihost/."""
 from __future__ import annotations
 
@@ -26,7 +26,19 @@ def test_doctests(mod):
 
 
 def _state(offset=100, log=20, journal=0):
-    return {"superstep": 3, "warc": {"offset": offset, "seen": {}}, "log": log, "journal": journal, "x": [1, 2]}
+    return {"state_version": checkpoint.STATE_VERSION, "superstep": 3, "warc": {"offset": offset, "seen": {}},
+            "log": log, "journal": journal, "x": [1, 2]}
+
+
+def test_a_checkpoint_of_an_older_state_version_is_refused_by_name(tmp_path):
+    state = _state(offset=0, log=0)
+    del state["state_version"]                 # what sessions before the versioned state wrote
+    save_checkpoint(tmp_path, 0, 3, state)
+    problems = checkpoint_problems(tmp_path, 0, 3)
+    assert len(problems) == 1 and "checkpoint state version 1" in problems[0]
+    assert "resume the session with the abc-crawler version that wrote it" in problems[0]
+    save_checkpoint(tmp_path, 0, 4, _state(offset=0, log=0))
+    assert checkpoint_problems(tmp_path, 0, 4) == []
 
 
 def test_checkpoint_names_the_files_it_needs(tmp_path):

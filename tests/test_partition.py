@@ -9,13 +9,14 @@ import pytest
 
 from abc_crawler.session import SessionGraph
 from abc_crawler.urls import fingerprint, host_of
-from abc_crawler.partition import (assignment_metrics, balance, export, hypergraph, metis, models, owners, partvec,
+from abc_crawler import ownership as owners
+from abc_crawler.partition import (assignment_metrics, balance, export, hypergraph, metis, models, partvec,
                                    synthetic)
 from abc_crawler.metrics import imbalance_pct
 from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.balance import part_weights, rebalance
 from abc_crawler.partition.models import page_graph, page_hypergraph, site_graph, site_hypergraph
-from abc_crawler.partition.owners import hash_rank, owners_hash, owners_site_hash
+from abc_crawler.ownership import hash_rank, owners_hash, owners_site_hash
 from abc_crawler.partition.partvec import load_partvec, make_partvec, remap, save_partvec
 
 

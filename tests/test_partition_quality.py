@@ -14,7 +14,7 @@ import pytest
 from abc_crawler.partition import bounds, metis, synthetic
 from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.models import WeightedGraph, _undirected_csr, page_graph
-from abc_crawler.partition.owners import owners_hash
+from abc_crawler.ownership import owners_hash
 from abc_crawler.session import SessionGraph
 
 

@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 from abc_crawler import metrics, report
-from abc_crawler.partition.owners import N_BUCKETS
+from abc_crawler.ownership import N_BUCKETS
 from abc_crawler.partition.partvec import make_partvec, save_partvec
 from abc_crawler.session import SessionGraph, atomic_write_json, save_graph
 from abc_crawler.urls import fingerprint, host_of

@@ -98,3 +98,35 @@ def test_resume_refuses_another_number_of_ranks(web, tmp_path):
                            capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert "ran on 2 ranks; resume it with mpiexec -n 2" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_checkpoint_state_is_versioned_plain_data():
+    """The checkpoint holds plain data with a version; counters survive the round trip exactly; a
+    state of another version is refused with a message that says what to do."""
+    import pickle
+    from collections import Counter
+
+    import pytest as _pytest
+
+    from abc_crawler.crawl.counters import RankCounters
+    from abc_crawler.crawl.state import STATE_VERSION, check_version
+    from abc_crawler.exceptions import AbcError
+
+    c = RankCounters(requests=7, retries=2)
+    c.errors.update({"timeout": 3, "http_4xx": 1})
+    c.links["followed"] = 12
+    plain = c.as_plain()
+    assert plain["errors"] == {"timeout": 3, "http_4xx": 1} and type(plain["errors"]) is dict
+    # plain data only: it unpickles without any class of the crawler
+    assert pickle.loads(pickle.dumps(plain)) == plain
+    assert "abc_crawler" not in str(pickle.dumps(plain))
+    d = RankCounters()
+    links = d.links
+    d.load(plain)
+    assert d == c and d.links is links          # loaded in place (the parts hold the counters)
+    with _pytest.raises(ValueError, match="unknown counters"):
+        d.load({**plain, "renamed_field": 1})
+    check_version({"state_version": STATE_VERSION})
+    for old in ({}, {"state_version": 1}, {"state_version": STATE_VERSION + 1}):
+        with _pytest.raises(AbcError, match="checkpoint state version .* resume the session with the abc-crawler"):
+            check_version(old, "s: rank 0")

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..partition.models import distinct_links, url_lengths
-from ..partition.owners import owners_hash, url_hosts
+from ..ownership import owners_hash, url_hosts
 from .figures import (FIGURE_KIND, FIGURES, PCT_DECIMALS, measured_figures, predicted_figures, recompute_measured,
                       resolve_partvec)
 from .load import SessionFiles

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..partition.assignment_metrics import exchange_lower_bounds, predict
 from ..partition.models import distinct_links, url_lengths
-from ..partition.owners import owners_hash, owners_measured, owners_site_hash
+from ..ownership import owners_hash, owners_measured, owners_site_hash
 from ..partition.partvec import load_partvec, remap
 from ..session import SessionGraph
 from .load import STATS_KEYS, SessionFiles

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import AbcError
-from ..partition.owners import N_BUCKETS
+from ..ownership import N_BUCKETS
 from ..session import SessionGraph, load_graph
 
 __all__ = ["PROG", "ReportError", "SessionFiles", "load_session", "STATS_KEYS"]

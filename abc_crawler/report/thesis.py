@@ -17,7 +17,7 @@ from ..partition.hypergraph import HypergraphError
 from ..partition.metis import MetisError, MetisWarning
 from ..partition.models import (distinct_links, page_graph, page_hypergraph, site_graph, site_hypergraph,
                                 url_lengths)
-from ..partition.owners import N_BUCKETS, owners_hash, owners_site_hash, url_hosts
+from ..ownership import N_BUCKETS, owners_hash, owners_site_hash, url_hosts
 from ..partition.repartition import BadInput, run_model
 from ..session import SessionGraph
 from .figures import predicted_figures

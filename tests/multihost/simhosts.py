@@ -12,7 +12,7 @@ shared file system.
 
 Host names map to distinct 127.0.1.x addresses in ``/etc/hosts`` (added once,
 idempotently, under a lock). Not 127.0.1.1: hydra launched a name on that
-address locally, without the launcher (DESIGN §11).
+address locally, without the launcher (measured on this machine).
 
 The MPI traffic is forced onto TCP (``UCX_TLS=tcp,self``):
 the simulated hosts share one machine's memory, and MPICH's UCX netmod would

@@ -1,4 +1,4 @@
-"""The whole workflow on two simulated hosts with no shared disk (DESIGN §11, issue 17).
+"""The whole workflow on two simulated hosts with no shared disk (issue 17).
 
 4 ranks, 2 per host (``node1:2 / node2:2``); each host sees its own directory
 at the common working path (see ``simhosts.py``). The inputs (seeds, resolve

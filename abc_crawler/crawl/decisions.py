@@ -1,0 +1,75 @@
+"""What happens to a request after its answer: pure functions of the facts, returning a value.
+
+* :func:`after_cut` — a request cut at the end of its phase slot: asked again in the host's next
+  slot, or (after too many cuts) handled as a transient failure;
+* :func:`after_answer` — a final answer or transport failure: retried after a back-off, the host
+  given up, or final.
+
+The cut's cause itself is :func:`abc_crawler.phases.cut_cause`.
+"""
+from __future__ import annotations
+
+from ..limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, retry_delay
+from ..phases import CUT_SLOW, CUT_WARM
+
+__all__ = ["MAX_FREE_CUTS", "SLOT_ERRORS", "after_cut", "after_answer", "budget_share"]
+
+#: a URL cut at slot ends this many times without its own fault (late start, starved rank) is
+#: handled as a transient failure (retried with back-off, then failed as ``slot_never_full``)
+MAX_FREE_CUTS = 24
+#: error kinds of requests that never fitted a slot (retryable like transport failures)
+SLOT_ERRORS = ("slot_too_short", "slot_never_full")
+#: longest back-off, seconds (Retry-After included)
+MAX_BACKOFF = 60.0
+
+
+def after_cut(cause: str, counted: int, free: int, max_slot_cuts: int) -> tuple[str, str | None]:
+    """``("again", None)`` — put back, asked again in the host's next slot — or ``("fail",
+    kind)`` — a transient failure of that kind. ``counted`` / ``free``: the URL's counted and
+    uncounted cuts so far, this one included.
+
+    >>> after_cut("slow_response", 1, 0, 3), after_cut("slow_response", 3, 0, 3)
+    (('again', None), ('fail', 'slot_too_short'))
+    >>> after_cut("late_start", 0, 24, 3), after_cut("warm_up", 0, 99, 3)
+    (('fail', 'slot_never_full'), ('again', None))
+    """
+    if cause == CUT_SLOW:
+        return ("fail", "slot_too_short") if counted >= max_slot_cuts else ("again", None)
+    if cause != CUT_WARM and free >= MAX_FREE_CUTS:
+        return "fail", "slot_never_full"
+    return "again", None
+
+
+def after_answer(error: str | None, status: int, retry_after: str | None, attempts: int, host_fails: int, *,
+                 max_retries: int, host_max_failures: int, backoff: float) -> tuple[str, float]:
+    """``("dead_host", 0)``, ``("retry", delay)`` or ``("final", 0)`` for a URL's answer
+    (``error``: a transport or slot error kind, else None with the HTTP ``status``).
+
+    ``attempts``: the URL's retries so far; ``host_fails``: the host's consecutive failures,
+    this one included.
+
+    >>> kw = dict(max_retries=2, host_max_failures=8, backoff=1.0)
+    >>> after_answer("timeout", 0, None, 0, 1, **kw), after_answer("timeout", 0, None, 2, 1, **kw)
+    (('retry', 1.0), ('final', 0.0))
+    >>> after_answer(None, 503, "7", 1, 0, **kw), after_answer(None, 404, None, 0, 0, **kw)
+    (('retry', 7.0), ('final', 0.0))
+    >>> after_answer("recv_error", 0, None, 0, 8, **kw)
+    ('dead_host', 0.0)
+    """
+    retryable = error in RETRYABLE_ERRORS or error in SLOT_ERRORS or (error is None and status in RETRYABLE_STATUS)
+    if not retryable:
+        return "final", 0.0
+    if host_fails >= host_max_failures:
+        return "dead_host", 0.0
+    if attempts < max_retries:
+        return "retry", retry_delay(attempts + 1, retry_after if error is None else None, backoff, MAX_BACKOFF)
+    return "final", 0.0
+
+
+def budget_share(n: int, ranks: int, rank: int) -> int:
+    """This rank's share of ``n`` requests split over ``ranks`` (the first ``n % ranks`` get one more).
+
+    >>> [budget_share(10, 4, r) for r in range(4)]
+    [3, 3, 2, 2]
+    """
+    return n // ranks + (1 if rank < n % ranks else 0)

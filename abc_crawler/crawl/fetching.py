@@ -1,0 +1,317 @@
+"""Fetching one rank's Bucket elements: a batch per host over one connection, robots.txt first,
+the politeness rest after; every answer goes through :mod:`.decisions` (cut, retry, give the host
+up, or final) and a final one through :class:`.pages.PageProcessor` and the router."""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from ..fetcher import Fetcher, Response
+from ..frontier import Element, Frontier
+from ..robots import SHARE_MAX_BYTES, RobotsCache, robots_url
+from ..urls import fingerprint
+from .counters import IdleTimes, RankCounters
+from .decisions import after_answer, after_cut
+from .hosts import HostTable
+from .pages import PageProcessor
+from .routing import Router
+from .slots import LEASE_POLL_SECONDS, SlotGate
+
+__all__ = ["Batch", "BatchRunner", "GAP_NOTED"]
+
+#: loop gaps (seconds) worth remembering to tell a starved rank's cut
+GAP_NOTED = 0.01
+
+
+@dataclass
+class Batch:
+    """An element being fetched: the URLs left and the pacing within the batch."""
+
+    element: Element
+    host: str
+    todo: list[int]
+    next_at: float = 0.0
+    robots: bool = False          # a robots.txt request is in flight
+    current: int | None = None    # URL index in flight
+    deadline: float | None = None # shared-clock end of the slot the request in flight belongs to
+    slot_len: float = 0.0         # length of that slot (shorter than phase-seconds: a warm-up slot)
+    limit: float = 0.0            # seconds the request in flight was given (deadline - its start)
+    started: float = 0.0          # monotonic time the request in flight started
+
+
+class BatchRunner:
+    """The batches in flight of one rank and what becomes of their answers."""
+
+    def __init__(self, cfg, frontier: Frontier, fetcher: Fetcher, robots: RobotsCache, gate: SlotGate | None,
+                 hosts: HostTable, counters: RankCounters, pages: PageProcessor, router: Router, clock,
+                 may_request, share_robots: bool, own_hosts: frozenset[str]):
+        self.cfg = cfg
+        self.frontier = frontier
+        self.fetcher = fetcher
+        self.robots = robots
+        self.gate = gate
+        self.hosts = hosts
+        self.counters = counters
+        self.pages = pages
+        self.router = router
+        self.clock = clock
+        self.may_request = may_request          # () -> bool: the page budget allows another request
+        self.share_robots = share_robots
+        self.own_hosts = own_hosts
+        self.batches: dict[str, Batch] = {}
+        self.attempts: dict[int, int] = {}      # URL index -> retries so far
+        self.cuts: dict[int, int] = {}          # URL index -> counted slot-end cuts
+        self.free_cuts: dict[int, int] = {}     # URL index -> cuts that were not its own fault
+        self.robots_out: list[tuple[str, int, bytes]] = []   # answers to share with every rank
+        self.idle = IdleTimes()
+        self.gaps: deque[tuple[float, float]] = deque(maxlen=512)   # (end, length) of long loop gaps
+        self.last_turn = time.monotonic()
+        self.responses = 0                      # final answers processed (the loop reads and resets)
+
+    @property
+    def in_flight(self) -> int:
+        return sum(1 for b in self.batches.values() if b.current is not None)
+
+    # -- the loop's turn ---------------------------------------------------------------------
+    def drive(self, wait: float) -> int:
+        """One turn of the fetch loop; sleeps at most ``wait`` seconds when there is nothing to do.
+        Returns the number of answers handled."""
+        now = time.monotonic()
+        if now - self.last_turn > GAP_NOTED:     # the loop was away (busy elsewhere, or starved)
+            self.gaps.append((now, now - self.last_turn))
+        self.start(now)
+        # sleep (in curl's select, which wakes on socket activity) until the next thing to do
+        nxt = self.frontier.next_wakeup(now, queuing=len(self.batches) < self.cfg.concurrency)
+        for b in self.batches.values():
+            if b.current is None and not b.robots and (nxt is None or b.next_at < nxt):
+                nxt = b.next_at
+        if self.gate is not None:
+            slot = self.gate.next_start(now)
+            nxt = slot if nxt is None else min(nxt, slot)
+        timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
+        if self.gate is not None:
+            timeout = min(timeout, LEASE_POLL_SECONDS)   # a lease may arrive
+        t = time.monotonic()
+        done = self.fetcher.poll(timeout)
+        if not done and not self.fetcher.in_flight:
+            self._count_idle(time.monotonic() - t, t)
+        now = time.monotonic()
+        if self.gate is not None:
+            self.gate.take_leases(now)
+        for r in done:
+            self.on_answer(r, now)
+        self.last_turn = time.monotonic()
+        return len(done)
+
+    def _count_idle(self, dt: float, t: float) -> None:
+        idle = self.idle
+        idle.total += dt
+        if not self.frontier.pending and not self.batches:
+            idle.empty += dt                     # nothing to do
+        elif (self.gate is not None and not self.batches
+              and (self.gate.window is None or not self.frontier.waiting_for_rest(t))):
+            idle.slot += dt                      # work queued, none of it held in this slot
+        else:
+            idle.rest += dt                      # work queued, its hosts resting (politeness, back-off)
+
+    def can_progress(self) -> bool:
+        """Work this rank can do now (not only waiting for pacing)."""
+        return self.fetcher.in_flight > 0 or (self.frontier.pending > 0 and self.may_request())
+
+    # -- batches ------------------------------------------------------------------------------
+    def start(self, now: float) -> None:
+        """Schedule URLs into the Bucket, start ready elements, issue the next request of batches."""
+        admit = None
+        if self.gate is not None:
+            self.gate.update()                   # a guard band admits only this rank's own hosts
+            admit = self.gate.admit
+        # O(hosts that changed): hosts with new or returned URLs, freed elements, ended back-offs
+        self.frontier.schedule(now, admit)
+        free = self.cfg.concurrency - len(self.batches)
+        if free > 0:
+            # nothing in flight: an element still filling is sent now rather than after its flush time
+            for e in self.frontier.ready(now, limit=free, eager=not self.batches):
+                self.batches[e.host] = Batch(element=e, host=e.host, todo=list(e.urls))
+                self.counters.batches += 1
+        for b in list(self.batches.values()):
+            if b.current is None and not b.robots and b.next_at <= now:
+                self.advance(b, now)
+
+    def _give_back(self, b: Batch) -> None:
+        """The URLs the batch has not asked yet go back to their host's queue."""
+        for idx in b.todo:
+            self.frontier.release(idx)
+        b.todo = []
+
+    def advance(self, b: Batch, now: float) -> None:
+        """Issue the next request of a batch, or end it."""
+        host = b.host
+        h = self.robots.get(host)
+        st = self.hosts[host]
+        limit = self.gate.request_limit(host) if self.gate is not None else None
+        if limit == 0.0:
+            # the host's slot is over: give the URLs back; they come again in its next slot
+            self._give_back(b)
+            del self.batches[host]
+            self.frontier.finish(b.element, now, 0.0)
+            return
+        b.deadline = None if limit is None else self.clock.shared() + limit
+        b.slot_len = self.gate.slot_len if self.gate is not None else 0.0
+        b.limit = 0.0 if limit is None else limit
+        b.started = now
+        if h.state == "dead" or st.dead:
+            kind = "host_unreachable" if st.dead else "robots_unavailable"
+            for idx in b.todo:
+                self.frontier.complete(idx, stalled=True)
+                self.counters.errors[kind] += 1
+            b.todo = []
+        elif self.robots.needs_fetch(host, now):
+            url0 = self.frontier.url(b.todo[0]) if b.todo else None
+            if url0 is not None:
+                prefix = url0[: url0.index("/", url0.index("://") + 3)]
+                b.robots = True
+                self.fetcher.submit(("robots", host), robots_url(prefix), timeout=limit)
+                return
+        elif h.state != "ready":           # retry pending: give the URLs back, try later
+            self._give_back(b)
+            self.frontier.block(host, h.retry_at)
+        while b.todo:
+            if not self.may_request():
+                self._give_back(b)
+                break
+            idx = b.todo.pop(0)
+            url = self.frontier.url(idx)
+            if not self.robots.allowed(host, url):
+                self.frontier.complete(idx)
+                self.counters.links["robots_disallowed"] += 1
+                continue
+            b.current = idx
+            self.counters.requests += 1
+            self.fetcher.submit(("page", host), url, timeout=limit)
+            return
+        # batch done
+        del self.batches[host]
+        rest = max(self.cfg.politeness_delay, h.crawl_delay)
+        self.frontier.finish(b.element, now, rest)
+        if self.gate is not None:
+            self.gate.batch_done(host, rest)
+
+    # -- answers ------------------------------------------------------------------------------
+    def on_answer(self, r: Response, now: float) -> None:
+        kind, host = r.key
+        b = self.batches[host]
+        cut = (r.error == "timeout" and b.deadline is not None
+               and self.clock.shared() >= b.deadline - 0.005 and r.t_end - r.t_start < self.cfg.timeout)
+        cause = None
+        if cut:
+            gap = max((g for end, g in self.gaps if end > b.started), default=0.0)
+            cause = self.gate.cut_cause(host, b.slot_len, b.limit, gap)
+        if kind == "robots":
+            self._on_robots(b, r, cause, now)
+            return
+        idx = b.current
+        b.current = None
+        if cause is not None:
+            # Only a cut that is the request's own fault counts (it had a full slot and the server did
+            # not answer, or the server never answers within a slot); after a late start or while the
+            # rank was starved it goes back to the front of its host's queue with no penalty.
+            book = self.cuts if cause == "slow_response" else self.free_cuts
+            n = book[idx] = book.get(idx, 0) + 1
+            action, kind_ = after_cut(cause, self.cuts.get(idx, 0), self.free_cuts.get(idx, 0),
+                                      self.cfg.max_slot_cuts)
+            if action == "again":
+                self.counters.requests -= 1      # not a request of this session's count: asked again
+                self.frontier.release(idx)
+                self.advance(b, now)
+                return
+            r.error = kind_                      # a transient failure like any other, below
+            r.error_detail = f"cut at the end of {n} phase slots"
+        self.cuts.pop(idx, None)
+        self.free_cuts.pop(idx, None)
+        st = self.hosts[host]
+        if r.error is not None:
+            st.fails += 1
+        else:
+            st.fails = 0
+            if cause is None:
+                st.observe_time(r.t_end - r.t_start)
+        action, delay = after_answer(r.error, r.status, r.header("retry-after") if r.error is None else None,
+                                     self.attempts.get(idx, 0), st.fails, max_retries=self.cfg.max_retries,
+                                     host_max_failures=self.cfg.host_max_failures,
+                                     backoff=self.cfg.retry_backoff_seconds)
+        if action == "retry":
+            self.attempts[idx] = self.attempts.get(idx, 0) + 1
+            self.counters.retries += 1
+            self.counters.errors[f"retried_{r.error or r.status}"] += 1
+            self.frontier.release(idx)
+            self._give_back(b)                   # the host rests: the rest of the batch waits too
+            self.frontier.block(host, now + delay)
+            self.advance(b, now)
+            return
+        if action == "dead_host":
+            st.dead = True                       # given up: its other URLs are counted, not fetched
+        self.attempts.pop(idx, None)
+        self.frontier.complete(idx)
+        self.process(r)
+        delay = self.robots.get(host).crawl_delay
+        b.next_at = now + delay
+        if delay <= 0:
+            self.advance(b, now)
+
+    def _on_robots(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
+        host = b.host
+        b.robots = False
+        st = self.hosts[host]
+        if cause is not None:                    # the slot ended first: ask again in the host's next slot
+            if cause == "slow_response":
+                st.robots_cuts += 1
+            if cause != "slow_response" or st.robots_cuts < self.cfg.max_slot_cuts:
+                self.robots.forget(host)
+                self.advance(b, now)
+                return
+            self.counters.errors["robots_slot_too_short"] += 1   # and on as a timeout (back-off)
+        st.robots_cuts = 0
+        self.robots.on_response(host, r.status if r.error is None else 0, r.body, now)
+        if (self.share_robots and r.error is None and 200 <= r.status < 500
+                and len(r.body) <= SHARE_MAX_BYTES and host not in self.own_hosts):
+            self.robots_out.append((host, r.status, r.body))
+        if r.error is not None:
+            self.counters.errors[f"robots_{r.error}"] += 1
+        elif r.status >= 500:
+            self.counters.errors["robots_5xx"] += 1
+        b.next_at = now + self.robots.get(host).crawl_delay
+        if b.next_at <= now:
+            self.advance(b, now)
+
+    def process(self, r: Response) -> None:
+        """A final answer: WARC, report to rank 0, links into the crawl.
+
+        Never raises for a bad page: an unexpected error is counted by kind
+        (``internal_<Exception>``) and the crawl goes on.
+        """
+        c = self.counters
+        c.responses += 1
+        self.responses += 1
+        fp = fingerprint(r.url)
+        try:
+            status, nbytes, is_node, links, hops = self.pages.outcome(r, self.router.pop_hops(fp))
+        except Exception as exc:  # a crawler must not die on a page
+            c.errors[f"internal_{type(exc).__name__}"] += 1
+            status, nbytes, is_node, links, hops = (r.status or -1), len(r.body), False, [], 0
+        self.router.record_page(fp, r.url, status, nbytes, is_node)
+        self.router.route(fp, links, hops)
+
+    def drain(self, deadline: float) -> int:
+        """At the end: complete what is in flight until ``deadline``; returns the requests abandoned
+        (not counted: they are asked again after a resume)."""
+        while self.fetcher.in_flight and time.monotonic() < deadline:
+            for r in self.fetcher.poll(0.01):
+                kind, host = r.key
+                if kind == "page":
+                    b = self.batches.get(host)
+                    if b is not None and b.current is not None:
+                        self.frontier.complete(b.current)
+                        b.current = None
+                    self.process(r)
+        return self.in_flight if self.fetcher.in_flight else 0

@@ -1,0 +1,135 @@
+"""Which links of a page the crawl follows, and to which rank each goes (pure: no MPI, no I/O).
+
+A link is joined with the page's base and canonicalized (:func:`abc_crawler.urls.canonicalize`),
+checked against the scope (a URL outside it is counted and never resolved) and the spider-trap
+limits, then fingerprinted and given its owner rank (:mod:`abc_crawler.ownership`). The order is
+the life of a URL: scope and trap filters come before the fingerprint, so a refused URL costs no
+hash. Decisions are cached under a key naming exactly what they depend on.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from ..limits import trap_reason
+from ..metrics import url_wire_cost
+from ..ownership import Assignment
+from ..scope import Scope
+from ..urls import UrlError, canonicalize, fingerprint, host_of
+
+__all__ = ["LinkClassifier", "Target", "CACHE_ENTRIES"]
+
+#: ``(canonical URL, fingerprint, owner rank, wire bytes)``; wire bytes: what sending the URL to its
+#: owner costs, 0 if it is this rank's
+Target = tuple[str, int, int, int]
+#: the decision cache is emptied when it reaches this many entries
+CACHE_ENTRIES = 262_144
+
+
+class LinkClassifier:
+    """Link decisions of one rank: ``targets(page, base, hrefs)``; reasons counted into ``links``
+    (and out-of-scope hosts into ``out_of_scope_hosts``)."""
+
+    def __init__(self, scope: Scope, assignment: Assignment, rank: int, *, max_links_per_page: int,
+                 max_url_length: int, max_path_depth: int, max_segment_repeats: int,
+                 links: Counter | None = None, out_of_scope_hosts: Counter | None = None):
+        self.scope = scope
+        self.assign = assignment
+        self.rank = rank
+        self.max_links = max_links_per_page
+        self.trap_limits = {"max_length": max_url_length, "max_depth": max_path_depth,
+                            "max_repeats": max_segment_repeats}
+        self.links = links if links is not None else Counter()
+        self.out_of_scope_hosts = out_of_scope_hosts if out_of_scope_hosts is not None else Counter()
+        self.cache: dict[str | tuple[str, str], tuple] = {}
+
+    @classmethod
+    def from_config(cls, cfg, scope: Scope, assignment: Assignment, rank: int, counters) -> "LinkClassifier":
+        return cls(scope, assignment, rank, max_links_per_page=cfg.max_links_per_page,
+                   max_url_length=cfg.max_url_length, max_path_depth=cfg.max_path_depth,
+                   max_segment_repeats=cfg.max_segment_repeats, links=counters.links,
+                   out_of_scope_hosts=counters.out_of_scope_hosts)
+
+    def target(self, url: str) -> Target:
+        """The :data:`Target` of a canonical URL."""
+        fp = fingerprint(url)
+        r = self.assign.owner(url, fp)
+        return url, fp, r, (0 if r == self.rank else url_wire_cost(len(url.encode())))
+
+    def classify(self, href: str, base_url: str) -> tuple:
+        """A :data:`Target` to follow, else ``(None, reason, detail)``."""
+        try:
+            url = canonicalize(href, base_url)
+        except UrlError:
+            return None, "invalid", None
+        if url is None:
+            return None, "not_http", None
+        if not self.scope.allows_url(url):
+            return None, "out_of_scope", host_of(url)
+        trap = trap_reason(url, **self.trap_limits)
+        if trap is not None:
+            return None, trap, None
+        return self.target(url)
+
+    def targets(self, page_url: str, base: str | None, hrefs: list[str]) -> list[Target]:
+        """The links of a page to follow (distinct, in page order); links not followed are counted
+        by reason."""
+        links = self.links
+        try:
+            base_url = canonicalize(base, page_url) if base else page_url
+        except UrlError:
+            base_url = page_url
+        if base_url is None:
+            base_url = page_url
+        if len(hrefs) > self.max_links:
+            links["over_page_limit"] += len(hrefs) - self.max_links
+            hrefs = hrefs[:self.max_links]
+        out: dict[int, tuple] = {}
+        # Decisions are cached, with everything a followed link needs later (fingerprint, owner,
+        # wire bytes), under a key that names what the decision depends on:
+        # - an absolute "http(s)://..." reference: nothing else (its scheme lower-cased);
+        # - a root-relative "/path" reference: the base's origin;
+        # - a scheme-relative "//host/path" reference: the base's scheme;
+        # - any other relative reference: the base's directory.
+        # The fragment is left out of the key (canonical URLs have none). References that
+        # depend on the base's own path or query ("", "?q", "#f") are not cached.
+        nq = base_url.find("?")
+        base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
+        colon = base_url.find("://")
+        scheme = base_url[:colon + 1]
+        slash = base_url.find("/", colon + 3)
+        origin = base_url if slash < 0 else base_url[:slash]
+        cache = self.cache
+        oos = self.out_of_scope_hosts
+        for href in hrefs:
+            key = None
+            if href and href[0] not in "?# \t\n\r":
+                cut = href.find("#")
+                k = href if cut < 0 else href[:cut]
+                h8 = k[:8].lower()
+                if h8.startswith("http://") or h8 == "https://":
+                    key = h8 + k[8:]
+                elif k[0] == "/":
+                    key = (scheme, k) if k[1:2] in ("/", "\\") else (origin, k)
+                else:
+                    key = (base_dir, k)
+                hit = cache.get(key)
+                if hit is not None:
+                    if hit[0] is not None:
+                        out[hit[1]] = hit
+                    else:
+                        links[hit[1]] += 1
+                        if hit[1] == "out_of_scope":
+                            oos[hit[2]] += 1
+                    continue
+            hit = self.classify(href, base_url)
+            if hit[0] is not None:
+                out[hit[1]] = hit
+            else:
+                links[hit[1]] += 1
+                if hit[1] == "out_of_scope":
+                    oos[hit[2]] += 1
+            if key is not None:
+                if len(cache) >= CACHE_ENTRIES:
+                    cache.clear()
+                cache[key] = hit
+        return list(out.values())

@@ -1,0 +1,396 @@
+"""One rank's superstep loop: fetch, then exchange, until the global stop.
+
+Each superstep a rank fetches for up to ``--superstep-pages`` answers or ``--superstep-seconds``
+(the first supersteps of a run are shorter: 50 ms, doubling), then starts the superstep's
+exchange — the outboxes' URLs to their owners, the status vector summed over all ranks, the
+:class:`~abc_crawler.coordinator.SuperstepReport` to rank 0, robots.txt answers and work
+announcements to all — and keeps fetching while slower ranks finish theirs. The summed status
+decides when to stop (no work anywhere, the page or time limit, a signal on any rank) and when
+to checkpoint or re-synchronize clocks. Rank 0's role (the crawled graph, the journal, the progress
+line) is passed in as a :class:`Rank0Role`.
+"""
+from __future__ import annotations
+
+import resource
+import signal
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..checkpoint import CheckpointLog, Journal
+from ..clock import SharedClock, estimate_offset
+from ..config import CrawlConfig, clock_skew
+from ..coordinator import Coordinator
+from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
+from ..exchange import Communicator
+from ..fetcher import Fetcher
+from ..frontier import Frontier
+from ..ownership import Assignment
+from ..phases import HolderTable, PhaseClock, uses_phases
+from ..robots import RobotsCache, decode_shared, encode_shared
+from ..scope import Scope
+from ..seen import new_fpset
+from ..warc import RankWarc
+from . import state
+from .counters import RankCounters
+from .decisions import budget_share
+from .fetching import BatchRunner
+from .hosts import HostTable
+from .links import LinkClassifier
+from .pages import PageProcessor
+from .routing import Router
+from .slots import SlotGate
+
+__all__ = ["RankCrawler", "Rank0Role", "StopFlag", "STATUS_FIELDS", "step_seconds", "RAMP_FIRST_STEP"]
+
+# The status vector summed over ranks at every exchange.
+STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
+                 "volume", "outbox", "errors", "clock_due", "checkpoint_due")
+_S = {name: i for i, name in enumerate(STATUS_FIELDS)}
+#: seconds of the first superstep of a run; each next one twice as long, up to superstep-seconds
+RAMP_FIRST_STEP = 0.05
+
+
+def step_seconds(steps_run: int, superstep_seconds: float) -> float:
+    """Length of the work phase of a run's superstep number ``steps_run`` (0, 1, ...): 50 ms,
+    doubling, up to ``superstep_seconds``. The exponent is capped, so the result stays a finite
+    float however long the run (``2 ** 1024`` does not fit a float)."""
+    return min(superstep_seconds, RAMP_FIRST_STEP * 2.0 ** min(steps_run, 60))
+
+
+def frames(*parts: bytes) -> bytes:
+    """Several byte strings as one buffer (8-byte little-endian length before each); b"" if all empty."""
+    if not any(parts):
+        return b""
+    return b"".join(len(p).to_bytes(8, "little") + p for p in parts)
+
+
+def unframe(data: bytes, n: int) -> list[bytes]:
+    """The inverse of :func:`frames` for ``n`` parts."""
+    out, i = [], 0
+    for _ in range(n):
+        k = int.from_bytes(data[i:i + 8], "little")
+        out.append(data[i + 8:i + 8 + k])
+        i += 8 + k
+    return out
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM; checked at superstep boundaries."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._handler)
+
+    def _handler(self, signum, frame) -> None:
+        self.signum = signum
+
+    @property
+    def set(self) -> bool:
+        return self.signum is not None
+
+
+@dataclass
+class Rank0Role:
+    """What rank 0 does beside crawling: the crawled graph and its statistics, the journal of
+    every superstep's reports (for ``--resume``), the progress line."""
+
+    coordinator: Coordinator
+    progress: object | None = None
+    journal: Journal | None = None
+
+
+class RankCrawler:
+    """The crawl state and loop of one rank: its parts are built here and meet in :meth:`run`."""
+
+    def __init__(self, cfg: CrawlConfig, comm: Communicator, scope: Scope, assignment: Assignment,
+                 seeds: list[str], session_dir: str, stop: StopFlag, rank0: Rank0Role | None = None,
+                 holders: HolderTable | None = None):
+        self.cfg = cfg
+        self.comm = comm
+        self.rank = rank = comm.rank
+        self.size = size = comm.size
+        self.seeds = seeds
+        self.stop = stop
+        self.rank0 = rank0
+        self.session_dir = session_dir
+        self.counters = counters = RankCounters()
+        self.hosts = HostTable()
+        self.frontier, self.seen = self.empty_state()
+        self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
+                               connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
+                               rank=rank, max_connections=cfg.concurrency)
+        self.robots = RobotsCache(cfg.user_agent, cfg.robots_retry_seconds, enabled=cfg.robots)
+        self.warc = RankWarc(session_dir, rank, enabled=cfg.warc, batch=cfg.warc_batch)
+        self.clock = SharedClock(clock_skew(cfg.test_clock_skew, rank), reference=rank == 0)
+        self.links = LinkClassifier.from_config(cfg, scope, assignment, rank, counters)
+        host_cap = -(-cfg.max_pages_per_host // (1 if assignment.site_level else size))
+        self.router = Router(rank, size, self.frontier, self.seen, counters, self.hosts, host_cap)
+        self.phase_clock: PhaseClock | None = None
+        self.gate: SlotGate | None = None
+        if uses_phases(cfg.phases, assignment.site_level, size):
+            n = cfg.n_phases or size
+            self.phase_clock = PhaseClock(rank, size, n, cfg.phase_seconds, cfg.phase_guard,
+                                          error=self.clock.error_bound, warmup=cfg.phase_warmup)
+            # who holds which host in which slot: built by rank 0 from the assignment and sent
+            holders = holders if holders is not None else HolderTable(size, n, assignment.host_pages())
+            self.gate = SlotGate(rank, self.phase_clock, holders, self.clock, comm, self.frontier, self.hosts,
+                                 counters, handover=cfg.slot_handover)
+        pages = PageProcessor(self.warc, self.links, counters, max_redirects=cfg.max_redirects,
+                              max_inflated_bytes=cfg.max_inflated_bytes)
+        # robots.txt answers are sent to every rank under page-level assignment (they crawl the host
+        # too); not for hosts only this rank ever fetches
+        share = size > 1 and not assignment.site_level and cfg.robots
+        self.runner = BatchRunner(cfg, self.frontier, self.fetcher, self.robots, self.gate, self.hosts, counters,
+                                  pages, self.router, self.clock, self.may_request, share,
+                                  assignment.exclusive_hosts(rank))
+        self.budget: int | None = None if cfg.max_pages is None else budget_share(cfg.max_pages, size, rank)
+        self.superstep = 0
+        self.t0 = time.monotonic()
+        self.stopped = "done"
+        self._test_crash = parse_test_crash(cfg.test_crash, size)
+        self._last_sync = 0.0
+        self._last_ckpt = time.monotonic()
+        self.ckpt_log: CheckpointLog | None = None   # append-only part of the checkpoints
+        self.cpu_before = 0.0                        # CPU seconds of earlier runs (after --resume)
+        self.resumed_from: int | None = None
+
+    def empty_state(self) -> tuple[Frontier, object]:
+        """An empty frontier and URL-seen set (URLs admitted here or sent to their owner), with a
+        REPORTED flag per fingerprint (URLs whose text rank 0 already has from this rank): one exact
+        uint64 table."""
+        cfg = self.cfg
+        frontier = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
+                            window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
+        return frontier, new_fpset(journal=cfg.checkpoint_seconds > 0)
+
+    def use_state(self, frontier: Frontier, seen) -> None:
+        """Every part works on this frontier and seen set from now on (a resume)."""
+        self.frontier, self.seen = frontier, seen
+        self.router.frontier, self.router.seen = frontier, seen
+        self.runner.frontier = frontier
+        if self.gate is not None:
+            self.gate.frontier = frontier
+
+    # -- the budget ----------------------------------------------------------------------------
+    def may_request(self) -> bool:
+        return self.budget is None or self.counters.requests < self.budget
+
+    def _set_budget(self, status: np.ndarray, my_requests_at_capture: int) -> None:
+        if self.cfg.max_pages is None:
+            return
+        remaining = max(0, self.cfg.max_pages - int(status[_S["requests"]]))
+        self.budget = my_requests_at_capture + budget_share(remaining, self.size, self.rank)
+
+    # -- the loop --------------------------------------------------------------------------------
+    def add_seeds(self) -> None:
+        mine = [t for t in map(self.links.target, self.seeds) if t[2] == self.rank]
+        self.router.route(None, mine)
+
+    def sync_clock(self) -> None:
+        """Collective: every rank re-estimates its offset to rank 0's clock."""
+        samples = self.comm.clock_samples(self.clock.local)
+        if self.rank != 0:
+            self.clock.update(*estimate_offset(samples))
+        else:
+            self.clock.update(0.0, 0.0)
+        self._last_sync = time.monotonic()
+
+    def _status(self) -> np.ndarray:
+        c = self.counters
+        st = np.zeros(len(STATUS_FIELDS), dtype=np.int64)
+        outbox = self.router.queued
+        st[_S["work"]] = self.frontier.pending + self.fetcher.in_flight + outbox
+        st[_S["requests"]] = c.requests
+        st[_S["pages_ok"]] = c.pages_ok
+        st[_S["bytes"]] = c.bytes
+        st[_S["failed"]] = c.pages_failed
+        st[_S["frontier"]] = self.frontier.pending
+        st[_S["signal"]] = 1 if self.stop.set else 0
+        tl = self.cfg.time_limit
+        st[_S["time_up"]] = 1 if (tl is not None and time.monotonic() - self.t0 >= tl) else 0
+        st[_S["volume"]] = c.volume
+        st[_S["outbox"]] = outbox
+        st[_S["errors"]] = sum(c.errors.values())
+        if self.rank == 0 and self.phase_clock is not None:
+            st[_S["clock_due"]] = int(time.monotonic() - self._last_sync >= self.cfg.clock_refresh_seconds)
+        if self.rank == 0 and self.cfg.checkpoint_seconds > 0:
+            st[_S["checkpoint_due"]] = int(time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_seconds)
+        return st
+
+    def _idle_while_exchanging(self):
+        """Fetch while slower ranks finish their superstep; otherwise follow the slots (None: no
+        fetch work was done, the exchange may sleep)."""
+        if self.runner.can_progress():
+            return self.runner.drive(0.005)
+        if self.gate is not None:
+            self.gate.tick()
+        return None
+
+    def _rank0(self, superstep: int, reports: list[bytes]) -> None:
+        """Rank 0: the superstep's reports into the journal and the graph."""
+        r0 = self.rank0
+        if r0 is None:
+            return
+        t = time.monotonic() - self.t0
+        if r0.journal is not None:
+            r0.journal.append(superstep, t, reports)
+        for data in reports:
+            r0.coordinator.consume(data)
+        r0.coordinator.end_superstep(superstep, t)
+
+    def _exchange(self, status: np.ndarray, shared: bytes = b"", fetch: bool = True) -> np.ndarray:
+        """One superstep exchange (fetching meanwhile unless ``fetch`` is False); returns the summed
+        status."""
+        ex = self.comm.start_superstep(self.router.payloads(), status, self.router.take_report(self.superstep),
+                                       shared)
+        t_ex = time.monotonic()
+        self.comm.wait(ex, idle=self._idle_while_exchanging if fetch else None)
+        self.runner.idle.exchange += time.monotonic() - t_ex
+        for src, data in enumerate(ex.received):
+            if src != self.rank:
+                self.router.receive(data)
+        now = time.monotonic()
+        for src, data in enumerate(ex.shared_in):
+            if src != self.rank and data:
+                robots, work = unframe(data, 2)
+                for host, st, body in decode_shared(robots):
+                    self.robots.adopt(host, st, body, now)
+                if work and self.gate is not None:
+                    self.gate.receive_work(src, work)
+        self._rank0(self.superstep, ex.reports)
+        return ex.status
+
+    def run(self) -> str:
+        """Crawl until the global stop; returns why it stopped."""
+        cfg = self.cfg
+        if self.rank0 is not None and self.rank0.journal is None:
+            self.rank0.journal = Journal(self.session_dir)
+        if self.resumed_from is None:
+            self.add_seeds()
+        runner = self.runner
+        steps_run = 0
+        while True:
+            # work phase: up to R answers or the superstep's time, or until nothing can progress.
+            # The first supersteps are short (50 ms, doubling): while the frontiers fill, every
+            # link depth waits for an exchange, so the exchange comes often at first.
+            step_end = time.monotonic() + step_seconds(steps_run, cfg.superstep_seconds)
+            steps_run += 1
+            self._check_failures()
+            runner.responses = 0
+            while (runner.responses < cfg.superstep_pages and time.monotonic() < step_end
+                   and runner.can_progress() and not self.stop.set):
+                runner.drive(min(0.1, max(0.0, step_end - time.monotonic())))
+            status = self._status()
+            my_requests = self.counters.requests
+            if cfg.max_pages is not None:
+                # Under a page limit no new request starts while the exchange is in flight: the
+                # unused budget is given back and shared out again from the exact global count,
+                # so the ranks together never exceed the limit.
+                self.budget = my_requests
+            shared = frames(encode_shared(runner.robots_out) if runner.robots_out else b"",
+                            self.gate.announce() if self.gate is not None else b"")
+            runner.robots_out = []
+            g = self._exchange(status, shared)
+            if self.rank0 is not None and self.rank0.progress is not None:
+                self.rank0.progress.update(self.superstep, g, self.rank0.coordinator)
+            why = self._why_stop(g)
+            if cfg.checkpoint_seconds > 0 and (g[_S["checkpoint_due"]] > 0 or why is not None):
+                self.write_checkpoint()
+            self.superstep += 1
+            self._set_budget(g, my_requests)
+            if g[_S["clock_due"]] > 0 and not g[_S["signal"]]:
+                self.sync_clock()
+            if why is not None:
+                self.stopped = why
+                break
+        self._finish()
+        return self.stopped
+
+    def _why_stop(self, g: np.ndarray) -> str | None:
+        cfg = self.cfg
+        if g[_S["signal"]] > 0:
+            return "signal"
+        if g[_S["time_up"]] > 0:
+            return "time-limit"
+        if g[_S["work"]] == 0:
+            return "done"
+        if cfg.max_pages is not None and g[_S["requests"]] >= cfg.max_pages:
+            return "max-pages"
+        return None
+
+    def _check_failures(self) -> None:
+        """Raise here, in the main thread, what failed in a thread; and the ``--test-crash`` hook."""
+        raise_thread_failures()
+        if self._test_crash is not None:
+            who, step = self._test_crash
+            if step == self.superstep:
+                if who == self.rank:
+                    self._test_crash = None
+                    raise InjectedCrash(f"--test-crash {who}:{step}: injected failure on rank {who}")
+                kernels = self.rank0.coordinator.kernels if self.rank0 is not None else None
+                if who == "kernels" and kernels is not None:
+                    self._test_crash = None
+                    kernels.inject_failure(f"--test-crash kernels:{step}: injected failure")
+
+    def _finish(self) -> None:
+        """Complete or abandon what is in flight, then a last report to rank 0."""
+        deadline = time.monotonic() + (0.0 if self.stopped == "signal" else self.cfg.timeout + 1)
+        self.budget = self.counters.requests        # no new requests
+        self.counters.requests -= self.runner.drain(deadline)
+        self.fetcher.close()
+        self.router.drop_outbox()                   # nobody will crawl these now
+        self._exchange(self._status(), fetch=False)
+        if self.gate is not None:
+            self.counters.leases_late = self.gate.close()
+        if self.rank0 is not None and self.rank0.journal is not None:
+            self.rank0.journal.close()
+        self.warc.close()
+
+    # -- checkpoints and the summary ---------------------------------------------------------------
+    def write_checkpoint(self) -> None:
+        """Save this rank's state after the current superstep's exchange."""
+        state.save(self)
+        self._last_ckpt = time.monotonic()
+
+    def restore(self, superstep: int) -> None:
+        """Continue from this rank's checkpoint of ``superstep`` (all ranks call it with the same one)."""
+        state.restore(self, superstep)
+
+    def cpu_seconds(self) -> float:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        return self.cpu_before + ru.ru_utime + ru.ru_stime
+
+    def summary(self) -> dict:
+        c = self.counters
+        idle = self.runner.idle
+        pc = self.phase_clock
+        conns = self.fetcher.connections
+        return {
+            "rank": self.rank, "pages": c.pages_ok, "bytes": c.bytes, "requests": c.requests,
+            "cpu_s": round(self.cpu_seconds(), 3), "responses": c.responses,
+            "pages_failed": c.pages_failed, "pages_redirected": c.pages_redirected, "nodes": c.nodes,
+            "duplicates": c.duplicates, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
+            "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
+            "robots_fetches": self.robots.fetches, "robots_adopted": self.robots.adopted, "batches": c.batches,
+            "urls_per_connection": round(c.requests / conns, 2) if conns else 0.0,
+            "idle_phase_s": round(idle.slot, 3), "idle_slot_s": round(idle.slot, 3),
+            "idle_rest_s": round(idle.rest, 3), "idle_empty_s": round(idle.empty, 3),
+            "exchange_s": round(idle.exchange, 3), "handovers": c.handovers, "leases": c.leases,
+            "leases_late": c.leases_late, "phase_origin": pc.origin if pc is not None else None,
+            "crawl_delays": {h: r.crawl_delay for h, r in self.robots.hosts.items() if r.crawl_delay > 0},
+            "slot_cuts": c.slot_cuts, "cuts_late": c.cuts_late, "cuts_starved": c.cuts_starved,
+            "cuts_slow": c.cuts_slow, "warm_cuts": c.warm_cuts, "retries": c.retries,
+            "dead_hosts": self.hosts.dead(),
+            "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
+            "phases": pc.n_phases if pc is not None else 0, "phase_warmup": pc.warmup if pc is not None else 0,
+            "connections": conns, "idle_s": round(idle.total, 3),
+            "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "errors": dict(c.errors),
+            "links": dict(c.links), "out_of_scope_hosts": dict(c.out_of_scope_hosts.most_common(50)),
+            "frontier": self.frontier.counts(), "warc_records": self.warc.records,
+            "warc_revisits": self.warc.revisits,
+        }

@@ -1,0 +1,105 @@
+"""A rank's checkpoint state: explicit, versioned plain data (numbers, strings, bytes, NumPy arrays,
+dicts and lists), never pickled classes of the crawler, so renaming a field in the code cannot
+break ``--resume`` of an older session silently: an older version is read or refused with a
+message that says so.
+
+Version history:
+
+* 1 (sessions before the rank loop was split into :mod:`abc_crawler.crawl`): the pickled objects
+  themselves (counters, report, per-host dicts) — refused: resume it with the version that wrote
+  it, or start a new session;
+* 2: this module's :func:`capture`.
+"""
+from __future__ import annotations
+
+import time
+
+from ..checkpoint import STATE_VERSION, CheckpointLog, Journal, load_checkpoint, save_checkpoint
+from ..coordinator import SuperstepReport
+from ..exceptions import AbcError
+from .hosts import HostTable
+
+__all__ = ["STATE_VERSION", "capture", "save", "restore", "check_version"]
+
+
+
+def check_version(st: dict, where: str = "checkpoint") -> None:
+    """Refuse a state this code cannot read, saying what to do."""
+    v = st.get("state_version", 1) if isinstance(st, dict) else 1
+    if v != STATE_VERSION:
+        raise AbcError(f"{where}: checkpoint state version {v}, this abc-crawler reads version {STATE_VERSION}: "
+                       "resume the session with the abc-crawler version that wrote it, or start a new session")
+
+
+def _report_plain(rep: SuperstepReport) -> dict:
+    return {k: list(v) if isinstance(v, list) else v for k, v in vars(rep).items()}
+
+
+def _report_from(d: dict) -> SuperstepReport:
+    return SuperstepReport(**d)
+
+
+def capture(crawler, log_len: int) -> dict:
+    """The rank's state after the current superstep's exchange, as plain data."""
+    runner, router = crawler.runner, crawler.router
+    c = crawler.counters.as_plain()
+    c["requests"] -= runner.in_flight        # in-flight requests are asked again after a resume
+    r0 = crawler.rank0
+    return {
+        "state_version": STATE_VERSION,
+        "superstep": crawler.superstep, "log": log_len, "frontier": crawler.frontier.state_for_checkpoint(),
+        "counters": c, "report": _report_plain(router.report), "outbox": [list(o) for o in router.outbox],
+        "hops": dict(router.hops), "attempts": dict(runner.attempts), "cuts": dict(runner.cuts),
+        "free_cuts": dict(runner.free_cuts), "hosts": crawler.hosts.as_plain(), "budget": crawler.budget,
+        "elapsed": time.monotonic() - crawler.t0, "cpu_s": crawler.cpu_seconds(),
+        "warc": crawler.warc.checkpoint(), "connections": crawler.fetcher.connections,
+        "journal": r0.journal.flush() if r0 is not None and r0.journal is not None else 0,
+    }
+
+
+def save(crawler) -> None:
+    """Write this rank's checkpoint of the current superstep (WARC batch written and fsynced first)."""
+    crawler.warc.flush()
+    if crawler.ckpt_log is None:
+        crawler.ckpt_log = CheckpointLog(crawler.session_dir, crawler.rank)
+    # new URLs and changed fingerprints since the last checkpoint: appended to the log
+    log_len = crawler.ckpt_log.append({"frontier": crawler.frontier.take_increment(),
+                                       "seen": crawler.seen.take_changes()})
+    save_checkpoint(crawler.session_dir, crawler.rank, crawler.superstep, capture(crawler, log_len))
+
+
+def restore(crawler, superstep: int) -> None:
+    """Continue from this rank's checkpoint of ``superstep`` (all ranks call it with the same one)."""
+    try:
+        st = load_checkpoint(crawler.session_dir, crawler.rank, superstep)
+    except (ModuleNotFoundError, AttributeError):   # pickled classes of an older version
+        st = {"state_version": 1}
+    check_version(st, f"{crawler.session_dir}: rank {crawler.rank}, superstep {superstep}")
+    f, seen = crawler.empty_state()
+    for inc in CheckpointLog.truncate_and_read(crawler.session_dir, crawler.rank, st["log"]):
+        f.apply_increment(inc["frontier"])
+        seen.merge(*inc["seen"])
+    # URLs that were being fetched are fetched again; the Bucket starts empty
+    f.restore_state(st["frontier"])
+    crawler.use_state(f, seen)
+    crawler.counters.load(st["counters"])      # in place: every part holds this one object
+    router, runner = crawler.router, crawler.runner
+    router.report = _report_from(st["report"])
+    router.outbox = [list(o) for o in st["outbox"]]
+    router.hops = dict(st["hops"])
+    runner.attempts, runner.cuts, runner.free_cuts = dict(st["attempts"]), dict(st["cuts"]), dict(st["free_cuts"])
+    crawler.hosts.clear()
+    crawler.hosts.update(HostTable.from_plain(st["hosts"]))
+    crawler.budget = st["budget"]
+    crawler.t0 = time.monotonic() - st["elapsed"]
+    crawler.cpu_before = st["cpu_s"]
+    crawler.fetcher.connections = st["connections"]
+    crawler.warc.restore(st["warc"])
+    crawler.superstep = superstep + 1
+    crawler.resumed_from = superstep
+    r0 = crawler.rank0
+    if r0 is not None:
+        for step, t, reports in Journal.truncate_and_read(crawler.session_dir, st["journal"]):
+            for data in reports:
+                r0.coordinator.consume(data)
+            r0.coordinator.end_superstep(step, t)

@@ -1,0 +1,113 @@
+"""A/B of two checkouts of ABC: the same abc-crawl runs from each, interleaved, on one nginx web.
+
+    .venv/bin/python bench/ab_trees.py --a /path/to/old/checkout --b /path/to/new/checkout
+                                       [--ranks 1 8] [--runs 5] [--hosts 400] [--pages 20000]
+                                       [--out bench/results/ab_trees.json]
+
+Each checkout must have its own ``.venv`` (``make venv``). For every round and every K of
+``--ranks``, ``mpiexec -n K abc-crawl --no-stats --politeness-delay 0`` runs from A and from B
+(the order alternates every round) on the generated web (served by nginx, as in
+``bench/stack_limit.py``'s ``abc-1`` and ``bench/vs_scrapy.py``'s abc runs). Figures per K:
+pages per CPU-second of the whole process tree (start-up included) and pages/s, medians over
+the rounds, and the per-round ratio B / A with its median: a change of the crawl loop must not
+lower pages per CPU-second. Every run must request the same number of URLs (a check that both
+crawls did the same work).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness  # noqa: E402
+import nginx  # noqa: E402
+
+
+def crawl(tree: Path, ranks: int, web: Path, tmp: Path) -> dict:
+    """One crawl with ``tree``'s own venv; its figures."""
+    b = tree / ".venv" / "bin"
+    session = tmp / f"s-{tree.name}-{ranks}"
+    shutil.rmtree(session, ignore_errors=True)
+    cmd = [str(b / "mpiexec"), "-n", str(ranks), str(b / "abc-crawl"), str(web / "seeds.txt"), "--resolve",
+           str(web / "resolve.txt"), "--session-dir", str(session), "--progress-seconds", "600", "--no-stats",
+           "--politeness-delay", "0"]
+    subprocess_bytecode(b, tree)
+    r = harness.run_measured(cmd, timeout=1800)
+    if r["rc"] != 0:
+        raise RuntimeError(f"{tree}: abc-crawl -n {ranks} failed: {r['stderr'][-2000:]}")
+    st = json.loads((session / "stats.json").read_text())
+    shutil.rmtree(session, ignore_errors=True)
+    return {"requests": st["requests"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+            "pages_per_cpu_s": st["requests"] / r["cpu_s"], "pages_per_s": st["requests"] / r["wall_s"]}
+
+
+_compiled: set[Path] = set()
+
+
+def subprocess_bytecode(b: Path, tree: Path) -> None:
+    """Byte-compile the tree once (its editable install writes no bytecode)."""
+    import subprocess
+
+    if tree not in _compiled:
+        subprocess.run([str(b / "python"), "-m", "compileall", "-q", *(str(tree / d) for d in
+                                                                       ("abc_crawler", "kernels", "partition"))],
+                       check=True, stdout=subprocess.DEVNULL)
+        _compiled.add(tree)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--a", required=True, type=Path, help="checkout A (the baseline)")
+    ap.add_argument("--b", required=True, type=Path, help="checkout B (the change)")
+    ap.add_argument("--ranks", type=int, nargs="+", default=[1, 8])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--hosts", type=int, default=400)
+    ap.add_argument("--pages", type=int, default=20000)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    a, b = args.a.resolve(), args.b.resolve()
+    print(harness.describe_header(f"A/B of two checkouts: A = {a}, B = {b}"), flush=True)
+    web = harness.generated_web(args.hosts, args.pages)
+    tmp = Path(tempfile.mkdtemp(prefix="abc-ab-"))
+    rows: dict[int, list[dict]] = {k: [] for k in args.ranks}
+    try:
+        with nginx.serve(web):
+            for run in range(args.runs):
+                for k in args.ranks:
+                    order = [("A", a), ("B", b)] if run % 2 == 0 else [("B", b), ("A", a)]
+                    pair = {}
+                    for name, tree in order:
+                        pair[name] = crawl(tree, k, web, tmp)
+                    if pair["A"]["requests"] != pair["B"]["requests"]:
+                        raise RuntimeError(f"A and B requested {pair['A']['requests']} and {pair['B']['requests']} URLs")
+                    pair["ratio"] = pair["B"]["pages_per_cpu_s"] / pair["A"]["pages_per_cpu_s"]
+                    rows[k].append(pair)
+                    print(f"round {run + 1} K={k}: A {pair['A']['pages_per_cpu_s']:7.1f} pages/CPU-s, "
+                          f"B {pair['B']['pages_per_cpu_s']:7.1f}, B/A {pair['ratio']:.3f}", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    summary = {}
+    for k, pairs in rows.items():
+        med = {n: statistics.median(p[n]["pages_per_cpu_s"] for p in pairs) for n in ("A", "B")}
+        ratios = sorted(p["ratio"] for p in pairs)
+        summary[k] = {"A_pages_per_cpu_s": med["A"], "B_pages_per_cpu_s": med["B"],
+                      "ratio_median": statistics.median(ratios), "ratios": ratios,
+                      "A_pages_per_s": statistics.median(p["A"]["pages_per_s"] for p in pairs),
+                      "B_pages_per_s": statistics.median(p["B"]["pages_per_s"] for p in pairs),
+                      "requests": pairs[0]["A"]["requests"]}
+        print(f"K={k}: median pages/CPU-s A {med['A']:.1f}, B {med['B']:.1f}; B/A median "
+              f"{summary[k]['ratio_median']:.3f} (per round {', '.join(f'{r:.3f}' for r in ratios)})")
+    path = harness.write_result("ab_trees", {"args": {k: str(v) for k, v in vars(args).items()},
+                                             "summary": summary, "rows": rows}, args.out)
+    print(f"result: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

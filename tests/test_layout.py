@@ -1,0 +1,93 @@
+"""The code's shape, checked: each decision in one place a newcomer can find.
+
+- no runtime module (abc_crawler/, partition/; the test web aside) over 600 lines;
+- the hash assignment's bucket count is a constant in one place;
+- no import cycle inside a package (module-level imports; imports inside functions are how a
+  lower layer reaches a higher one lazily, and are allowed).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIME = [p for d in ("abc_crawler", "partition") for p in (ROOT / d).rglob("*.py")
+           if "testweb" not in p.parts]
+MAX_LINES = 600
+
+
+def test_no_runtime_module_is_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in RUNTIME if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, long
+
+
+def test_the_bucket_count_is_defined_once():
+    """4096 appears as a number in the code once: ``N_BUCKETS`` in abc_crawler/ownership.py."""
+    hits = []
+    for p in RUNTIME + list((ROOT / "kernels").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.Constant) and type(node.value) is int and node.value == 4096:
+                hits.append(f"{p.relative_to(ROOT)}:{node.lineno}")
+    src = (ROOT / "abc_crawler" / "ownership.py").read_text().splitlines()
+    assert len(hits) == 1 and hits[0].startswith("abc_crawler/ownership.py:"), hits
+    assert src[int(hits[0].split(":")[1]) - 1].startswith("N_BUCKETS = 4096")
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    mapping = {"abc_crawler": ["abc_crawler"], "partition": ["abc_crawler", "partition"],
+               "kernels": ["abc_crawler", "kernels"]}
+    parts = mapping[parts[0]] + parts[1:]
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _top_level_imports(path: Path, name: str) -> set[str]:
+    tree = ast.parse(path.read_text())
+    pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in tree.body:                      # module level only
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            out.add(mod)
+            out.update(f"{mod}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            continue
+    return out
+
+
+def test_no_import_cycle_inside_a_package():
+    files = RUNTIME + list((ROOT / "kernels").glob("*.py"))
+    mods = {_module_name(p): p for p in files}
+    graph = {m: {d for d in _top_level_imports(p, m) if d in mods and d != m} for m, p in mods.items()}
+    # an edge a -> b counts only inside one package (the same parent)
+    parent = lambda m: m.rsplit(".", 1)[0]  # noqa: E731
+    cycles = []
+    state: dict[str, int] = {}
+
+    def visit(m, stack):
+        state[m] = 1
+        stack.append(m)
+        for d in graph[m]:
+            if parent(d) != parent(m) and not d.startswith(m + "."):
+                continue
+            if state.get(d) == 1:
+                cycles.append(stack[stack.index(d):] + [d])
+            elif d not in state:
+                visit(d, stack)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+    assert not cycles, cycles
