@@ -91,3 +91,18 @@ def test_no_import_cycle_inside_a_package():
         if m not in state:
             visit(m, [])
     assert not cycles, cycles
+
+
+def test_every_package_is_installed():
+    """A non-editable install gets every package folder (pyproject's explicit package list)."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(conf["packages"])
+    dirs = {"abc_crawler": "abc_crawler", "kernels": "abc_crawler.kernels", "partition": "abc_crawler.partition"}
+    found = set()
+    for top, name in dirs.items():
+        for init in (ROOT / top).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / top).parts
+            found.add(".".join([name, *rel]))
+    assert found == listed, (found - listed, listed - found)
