@@ -1,7 +1,7 @@
 """A/B of two checkouts of ABC: the same abc-crawl runs from each, interleaved, on one nginx web.
 
     .venv/bin/python bench/ab_trees.py --a /path/to/old/checkout --b /path/to/new/checkout
-                                       [--ranks 1 8] [--runs 5] [--hosts 400] [--pages 20000]
+                                       [--ranks 1 8] [--runs 5] [--hosts 400] [--pages 20000] [--port 18083]
                                        [--out bench/results/ab_trees.json]
 
 Each checkout must have its own ``.venv`` (``make venv``). For every round and every K of
@@ -69,11 +69,12 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--hosts", type=int, default=400)
     ap.add_argument("--pages", type=int, default=20000)
+    ap.add_argument("--port", type=int, default=18083, help="port of the generated web (its own web per port)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     a, b = args.a.resolve(), args.b.resolve()
     print(harness.describe_header(f"A/B of two checkouts: A = {a}, B = {b}"), flush=True)
-    web = harness.generated_web(args.hosts, args.pages)
+    web = harness.generated_web(args.hosts, args.pages, port=args.port)
     tmp = Path(tempfile.mkdtemp(prefix="abc-ab-"))
     rows: dict[int, list[dict]] = {k: [] for k in args.ranks}
     try:

@@ -202,7 +202,7 @@ def write_result(name: str, data: dict, out: str | None = None) -> Path:
 
 
 def generated_web(hosts: int, pages: int, seed: int = 1, port: int = 18081, communities: int = 0,
-                  locality: float | None = None) -> Path:
+                  locality: float | None = None, timeout: float = 7200) -> Path:
     """A web from ``abc-testweb generate`` under DATA, generated once and reused (it is deterministic).
 
     ``communities`` > 0 passes ``--communities`` (and ``--community-locality``
@@ -223,7 +223,7 @@ def generated_web(hosts: int, pages: int, seed: int = 1, port: int = 18081, comm
         shutil.rmtree(tmp, ignore_errors=True)
         r = subprocess.run([str(BIN / "abc-testweb"), "generate", str(tmp), "--hosts", str(hosts), "--pages", str(pages),
                             "--seed", str(seed), "--port", str(port), *extra],
-                           capture_output=True, text=True, timeout=1800)
+                           capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"abc-testweb generate failed: {r.stderr}")
         # the web bakes its directory into nothing but routes' files (relative): a rename is safe
