@@ -343,3 +343,28 @@ def test_bad_input_exits_2_with_one_line(sessions, capsys, tmp_path, setup, args
 def test_docstring_examples(mod):
     res = doctest.testmod(mod, raise_on_error=False)
     assert res.failed == 0
+
+
+def test_where_the_time_went_names_the_bound():
+    from abc_crawler.report.timing import time_figures, time_rows
+
+    def stats(wall, host_bound, slot, exch=1.0):
+        return {"wall_s": wall, "bounds": {"host_bound_s": host_bound, "hosts": [{"host": "big.test", "requests": 9,
+                                                                                   "bound_s": host_bound}],
+                                           "rank_busy_s": [wall - slot, 2.0]},
+                "per_rank": [{"idle_slot_s": slot, "idle_rest_s": 1.0, "idle_empty_s": 0.5, "exchange_s": exch,
+                              "handovers": 3}, {"idle_slot_s": 0.0, "idle_rest_s": 0.0, "idle_empty_s": 2.0,
+                                                "exchange_s": 0.2, "handovers": 1}],
+                "slot_cuts": {"total": 7}}
+
+    hash_s, gp = stats(40.0, 38.0, 1.0), stats(240.0, 38.0, 200.0)
+    tf = time_figures(gp, hash_s)
+    assert tf["session"]["bound_by"] == "waiting for phase slots" and tf["against"]["bound_by"] == "a host's politeness"
+    assert tf["wall_ratio"] == 6.0 and tf["session"]["handovers"] == 4 and tf["session"]["host"] == "big.test"
+    assert time_figures(stats(40.0, 5.0, 1.0, exch=30.0))["session"]["bound_by"] == "the exchange"
+    assert time_figures(stats(40.0, 5.0, 1.0))["session"]["bound_by"] == "the ranks' own work"
+    head, body = time_rows(tf)
+    assert head == ["where the time went", "session", "against"]
+    rows = {r[0]: r[1:] for r in body}
+    assert rows["wall time, s"] == ["240.0", "40.0"] and rows["wall time, session / against"][0] == "6.00"
+    assert rows["waiting for slots, all ranks, s"] == ["200.0", "1.0"]

@@ -12,6 +12,7 @@ from .figures import (FIGURE_KIND, FIGURES, PCT_DECIMALS, measured_figures, pred
                       resolve_partvec)
 from .load import SessionFiles
 from .thesis import DEFAULT_PARTS, dataset_properties, thesis_table
+from .timing import time_figures
 
 __all__ = ["REPORT_FORMAT", "build_report", "per_superstep"]
 
@@ -113,6 +114,7 @@ def build_report(session: SessionFiles, against: SessionFiles | None = None, *, 
         "per_superstep": {"session": per_superstep(session),
                           "against": None if against is None else per_superstep(against)},
         "notes": notes,
+        "time": time_figures(session.stats, against.stats if against is not None else None),
     }
     if thesis:
         rep["dataset"] = dataset_properties(g, url_len, hosts)

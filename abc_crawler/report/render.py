@@ -12,6 +12,7 @@ from pathlib import Path
 from .figures import FIGURE_KIND, FIGURES
 from .load import PROG
 from .thesis import MODEL_TITLES
+from .timing import time_rows
 
 __all__ = ["fmt_value", "column_titles", "render_text", "render_markdown"]
 
@@ -130,6 +131,9 @@ def render_text(rep: dict) -> str:
     out += ["  " + ln for ln in _summary_lines(rep)[1:]]
     out.append("")
     out.append(_text_table(*_main_rows(rep)))
+    if rep.get("time"):
+        out.append("")
+        out.append(_text_table(*time_rows(rep["time"])))
     th = rep.get("thesis")
     if th and th["rows"]:
         out.append("")
@@ -174,6 +178,11 @@ def render_markdown(rep: dict, plots: dict[str, str] | None = None) -> str:
     md = [f"# ABC session report: `{Path(s['path']).name}`", ""]
     md += [f"- {ln}" for ln in _summary_lines(rep)]
     md += ["", "## Measured and predicted", "", _md_table(*_main_rows(rep)), ""]
+    if rep.get("time"):
+        md += ["## Where the time went", "",
+               "What bounded the wall time: the biggest host's politeness-bound makespan (its batches × its rest, "
+               "plus Crawl-delays), the busiest rank, waiting for phase slots with work queued, or the exchange "
+               "(`stats.json` `bounds` and per-rank idle times).", "", _md_table(*time_rows(rep["time"])), ""]
     if rep["notes"]:
         md += [f"> note: {n}" for n in rep["notes"]] + [""]
     for key, title in (("measured_vs_predicted", "Measured and predicted figures"),
