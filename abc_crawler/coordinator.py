@@ -17,6 +17,7 @@ found on them, with the text of every URL the rank has not reported before.
 from __future__ import annotations
 
 import os
+from array import array
 import pickle
 import queue
 import threading
@@ -39,6 +40,9 @@ class SuperstepReport:
     page_status: list[int] = field(default_factory=list)
     page_bytes: list[int] = field(default_factory=list)
     page_node: list[bool] = field(default_factory=list)
+    page_kind: list[str] = field(default_factory=list)    # why not a node / how it failed ("" = none)
+    given_up_fp: list[int] = field(default_factory=list)  # URLs completed without a request
+    given_up_kind: list[str] = field(default_factory=list)
     link_src: list[int] = field(default_factory=list)     # fingerprints
     link_dst: list[int] = field(default_factory=list)
     new_fp: list[int] = field(default_factory=list)       # URLs reported for the first time
@@ -59,6 +63,9 @@ def encode_report(r: SuperstepReport) -> bytes:
         "page_status": np.array(r.page_status, dtype=np.int16),
         "page_bytes": np.array(r.page_bytes, dtype=np.int64),
         "page_node": np.array(r.page_node, dtype=np.bool_),
+        "page_kind": "\n".join(r.page_kind).encode(),
+        "given_up_fp": np.array(r.given_up_fp, dtype=np.uint64),
+        "given_up_kind": "\n".join(r.given_up_kind).encode(),
         "link_src": np.array(r.link_src, dtype=np.uint64),
         "link_dst": np.array(r.link_dst, dtype=np.uint64),
         "new_fp": np.array(r.new_fp, dtype=np.uint64),
@@ -73,6 +80,8 @@ def decode_report(data: bytes) -> dict:
     obj = pickle.loads(data)
     blob = obj.pop("new_urls")
     obj["new_urls"] = blob.decode().split("\n") if blob else []
+    for key, n in (("page_kind", len(obj["page_fp"])), ("given_up_kind", len(obj["given_up_fp"]))):
+        obj[key] = obj[key].decode().split("\n") if n else []
     return obj
 
 
@@ -196,6 +205,9 @@ class Coordinator:
         self.nbytes: list[int] = []
         self.superstep: list[int] = []
         self.node: list[int] = []
+        self.kind = array("h")               # per URL row: index into kinds (0: none)
+        self.kinds: list[str] = [""]         # outcome kinds: why a URL is not a node, how it failed
+        self._kind_ids: dict[str, int] = {"": 0}
         self.link_src: list[np.ndarray] = []
         self.link_dst: list[np.ndarray] = []
         self.node_url: list[int] = []
@@ -221,6 +233,7 @@ class Coordinator:
             self.nbytes.append(0)
             self.superstep.append(-1)
             self.node.append(-1)
+            self.kind.append(0)
         return i
 
     def _rows(self, fps: list[int]) -> list[int]:
@@ -247,12 +260,15 @@ class Coordinator:
         # pages first (so links between pages of one report resolve), then links
         new_nodes: list[int] = []
         page_rows = []
-        for fp, st, nb, isnode in zip(r["page_fp"].tolist(), r["page_status"].tolist(),
-                                      r["page_bytes"].tolist(), r["page_node"].tolist()):
+        kind_id = self._kind_id
+        for fp, st, nb, isnode, kind in zip(r["page_fp"].tolist(), r["page_status"].tolist(),
+                                            r["page_bytes"].tolist(), r["page_node"].tolist(), r["page_kind"]):
             i = self._row(fp)
             if self.rank[i] >= 0:
                 self.overlap_pages += 1
                 continue
+            if kind:
+                self.kind[i] = kind_id(kind)
             self.status[i] = st
             self.rank[i] = rank
             self.nbytes[i] = nb
@@ -263,6 +279,10 @@ class Coordinator:
                 self.node[i] = nid
                 self.node_url.append(i)
                 new_nodes.append(i)
+        for fp, kind in zip(r["given_up_fp"].tolist(), r["given_up_kind"]):
+            i = self._row(fp)
+            if self.rank[i] < 0:
+                self.kind[i] = kind_id(kind)
         src_rows = np.array(self._rows(r["link_src"].tolist()), dtype=np.int32)
         dst_rows = np.array(self._rows(r["link_dst"].tolist()), dtype=np.int32)
         self.link_src.append(src_rows)
@@ -290,6 +310,13 @@ class Coordinator:
                     self.edge_src.append(ns); self.edge_dst.append(nd); es.append(ns); ed.append(nd)
         self._pending_kernel_nodes += len(new_nodes)
 
+    def _kind_id(self, kind: str) -> int:
+        k = self._kind_ids.get(kind)
+        if k is None:
+            k = self._kind_ids[kind] = len(self.kinds)
+            self.kinds.append(kind)
+        return k
+
     def end_superstep(self, step: int, t: float) -> None:
         """Close a superstep: record its time, hand new nodes and edges to the kernels."""
         self.step_t.set_at(step, 0, t)
@@ -315,6 +342,8 @@ class Coordinator:
             url_bytes=np.array(self.nbytes, dtype=np.int64),
             url_superstep=np.array(self.superstep, dtype=np.int32),
             url_node=np.array(self.node, dtype=np.int32),
+            url_kind=np.frombuffer(self.kind, dtype=np.int16).copy() if len(self.kind) else np.zeros(0, np.int16),
+            kinds=list(self.kinds),
             link_src=ls.astype(np.int32), link_dst=ld.astype(np.int32),
             node_url=np.array(self.node_url, dtype=np.int32),
             edge_src=np.array(self.edge_src, dtype=np.int32),

@@ -114,6 +114,12 @@ class SessionGraph:
     edge_src: np.ndarray
     edge_dst: np.ndarray
     extra: dict = field(default_factory=dict)
+    url_kind: np.ndarray | None = None      # int16 per URL: index into kinds (0: none)
+    kinds: list[str] = field(default_factory=lambda: [""])   # why a URL is not a node / how it failed
+
+    def kind_of(self, i: int) -> str:
+        """The outcome kind of URL ``i`` ("" when none: a node, a redirect, a URL never tried)."""
+        return "" if self.url_kind is None else self.kinds[int(self.url_kind[i])]
 
     @classmethod
     def from_urls(cls, urls: list[str], ranks: int) -> "SessionGraph":
@@ -143,7 +149,7 @@ class SessionGraph:
         return int(self.node_url.shape[0])
 
 
-_ARRAY_FIELDS = [f.name for f in fields(SessionGraph) if f.name not in ("ranks", "urls", "extra")]
+_ARRAY_FIELDS = [f.name for f in fields(SessionGraph) if f.name not in ("ranks", "urls", "extra", "url_kind", "kinds")]
 
 
 def npz_bytes(**arrays) -> bytes:
@@ -169,6 +175,9 @@ def save_graph(session_dir: str | os.PathLike, g: SessionGraph) -> None:
     """Write ``graph.npz`` atomically."""
     blob, off = pack_strings(g.urls)
     arrays = {name: getattr(g, name) for name in _ARRAY_FIELDS}
+    if g.url_kind is not None:
+        arrays["url_kind"] = g.url_kind
+        arrays["kind_blob"], arrays["kind_off"] = pack_strings(g.kinds)
     data = npz_bytes(format=np.int64(FORMAT_VERSION), ranks=np.int64(g.ranks), url_blob=blob, url_off=off, **arrays)
     atomic_write_bytes(Path(session_dir) / "graph.npz", data)
 
@@ -184,10 +193,12 @@ def load_graph(session_dir: str | os.PathLike) -> SessionGraph:
         version = int(z["format"])
         if version != FORMAT_VERSION:
             raise ValueError(f"{p}: graph format {version}, this ABC reads {FORMAT_VERSION}")
+        kinds = {"url_kind": z["url_kind"], "kinds": unpack_strings(z["kind_blob"], z["kind_off"])} \
+            if "url_kind" in z.files else {}       # written since per-URL outcome kinds exist
         return SessionGraph(
             ranks=int(z["ranks"]),
             urls=unpack_strings(z["url_blob"], z["url_off"]),
-            **{name: z[name] for name in _ARRAY_FIELDS},
+            **{name: z[name] for name in _ARRAY_FIELDS}, **kinds,
         )
 
 

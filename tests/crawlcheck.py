@@ -182,6 +182,22 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
     assert ex["wire_bytes"] <= ex["volume_bytes"]
     assert stats["requests"] - stats.get("retries", 0) == len(requested_all)
     assert stats["graph"]["nodes"] == g.n_nodes and stats["graph"]["edges"] == len(g.edge_src)
+    # every requested URL's outcome kind is in the graph: a node has none; the final failures counted
+    # in stats.json are exactly the URLs whose kind says so (per URL, not only in the totals)
+    kinds = Counter(g.kind_of(i) for i in req_idx)
+    node_rows = set(g.node_url.tolist())
+    assert all(g.kind_of(i) == "" for i in node_rows)
+    for i in req_idx:
+        k = g.kind_of(i)
+        if g.url_status[i] == -1:
+            assert k and not k.startswith(("http_", "status_")), (g.urls[i], k)
+        elif g.url_status[i] >= 400:
+            assert k == f"http_{g.url_status[i] // 100}xx", (g.urls[i], g.url_status[i], k)
+    for k, n in kinds.items():
+        if k.startswith(("http_", "internal_")) or k in ("timeout", "decompression_bomb", "body_too_large",
+                                                         "unparsable_html", "redirect_limit"):
+            assert stats["errors"].get(k, 0) == n, (k, n, stats["errors"].get(k))
+    assert not any(k.startswith("internal_") for k in stats["errors"]), stats["errors"]
     if not hostile_hosts:
         assert g.n_nodes == len(nodes) and len(g.edge_src) == len(edges)
     if log is not None:

@@ -163,6 +163,7 @@ class BatchRunner:
         if h.state == "dead" or st.dead:
             kind = "host_unreachable" if st.dead else "robots_unavailable"
             for idx in b.todo:
+                self.router.record_given_up(self.frontier.url(idx), kind)
                 self.frontier.complete(idx, stalled=True)
                 self.counters.errors[kind] += 1
             b.todo = []
@@ -183,6 +184,7 @@ class BatchRunner:
             idx = b.todo.pop(0)
             url = self.frontier.url(idx)
             if not self.robots.allowed(host, url):
+                self.router.record_given_up(url, "robots_disallowed")
                 self.frontier.complete(idx)
                 self.counters.links["robots_disallowed"] += 1
                 continue
@@ -295,11 +297,12 @@ class BatchRunner:
         self.responses += 1
         fp = fingerprint(r.url)
         try:
-            status, nbytes, is_node, links, hops = self.pages.outcome(r, self.router.pop_hops(fp))
-        except Exception as exc:  # a crawler must not die on a page
-            c.errors[f"internal_{type(exc).__name__}"] += 1
+            status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, self.router.pop_hops(fp))
+        except Exception as exc:  # a crawler must not die on a page: counted, and named in the graph
+            kind = f"internal_{type(exc).__name__}"
+            c.errors[kind] += 1
             status, nbytes, is_node, links, hops = (r.status or -1), len(r.body), False, [], 0
-        self.router.record_page(fp, r.url, status, nbytes, is_node)
+        self.router.record_page(fp, r.url, status, nbytes, is_node, kind)
         self.router.route(fp, links, hops)
 
     def drain(self, deadline: float) -> int:

@@ -89,8 +89,8 @@ class Router:
     def pop_hops(self, fp: int) -> int:
         return self.hops.pop(fp, 0)
 
-    def record_page(self, fp: int, url: str, status: int, nbytes: int, is_node: bool) -> None:
-        """A final answer, for rank 0's graph."""
+    def record_page(self, fp: int, url: str, status: int, nbytes: int, is_node: bool, kind: str = "") -> None:
+        """A final answer, for rank 0's graph (``kind``: how it failed or why it is not a node)."""
         rep = self.report
         rep.page_fp.append(fp)
         if self.seen.report(fp):
@@ -99,6 +99,17 @@ class Router:
         rep.page_status.append(status)
         rep.page_bytes.append(nbytes)
         rep.page_node.append(is_node)
+        rep.page_kind.append(kind)
+
+    def record_given_up(self, url: str, kind: str) -> None:
+        """A URL of this rank completed without a request (its host given up, robots.txt), for the graph."""
+        fp = fingerprint(url)
+        rep = self.report
+        rep.given_up_fp.append(fp)
+        rep.given_up_kind.append(kind)
+        if self.seen.report(fp):
+            rep.new_fp.append(fp)
+            rep.new_urls.append(url)
 
     @property
     def queued(self) -> int:
