@@ -4,73 +4,142 @@
 it numbers nothing itself (the coordinator gives each crawled page the next
 dense id and calls :meth:`GraphStats.add_nodes`), it takes edges in batches,
 and it answers :meth:`GraphStats.summary` for ``stats.json`` and the live
-log.  Behind it are three kernels: :class:`Degrees` over every node, and
-:class:`SCC` and :class:`APSD` over the first ``max_nodes`` nodes (their
-memory is O(n^2)).
+log.  Every figure has a scope and a kind (issue 22):
+
+* the **whole graph**, every node: degrees and dangling nodes (exact,
+  :class:`Degrees`), strongly connected components (exact,
+  :class:`WholeSCC`, O(n + m) memory), and the distance figures estimated
+  by HyperBall (:class:`HyperBall`, with their standard errors), recomputed
+  one pass at a time by :meth:`GraphStats.advance_distances` on a snapshot;
+* the **first N pages** (``max_nodes``, ``--stats-max-pages``): SPAWC's
+  O(n^2) kernels, exact SCCs (:class:`SCC`) and exact distances
+  (:class:`APSD`), which also check the estimates where the whole graph is
+  small enough.
 """
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import numpy as np
 
 from abc_crawler.kernels._apsd import APSD
 from abc_crawler.kernels._degree import Degrees
+from abc_crawler.kernels._hyperball import HyperBall
 from abc_crawler.kernels._scc import SCC
 from abc_crawler.kernels._validation import DistanceOverflowError, as_count, as_edge_arrays
+from abc_crawler.kernels._wholescc import WholeSCC
+from abc_crawler.kernels.distances import (counter_rse, estimated_figures, exact_figures,
+                                           log2m_for_error)
 
-__all__ = ["GraphStats"]
+__all__ = ["GraphStats", "log_binned"]
 
 log = logging.getLogger(__name__)
 
 
+def log_binned(hist, linear: int = 16) -> dict:
+    """A degree histogram with one bin per degree below ``linear``, then bins doubling.
+
+    Parameters
+    ----------
+    hist : array_like of int
+        ``hist[d]`` = nodes of degree d.
+    linear : int
+        Degrees 0 .. linear-1 get a bin each; then [linear, 2 linear - 1],
+        [2 linear, 4 linear - 1], ... (the last bin ends at the largest degree).
+
+    Returns
+    -------
+    dict
+        ``lo``, ``hi`` (inclusive degree bounds) and ``count`` (nodes), lists
+        of equal length; empty lists for an empty histogram.
+
+    Examples
+    --------
+    >>> log_binned([5, 3, 0, 0, 1, 0, 0, 0, 0, 2], linear=2)
+    {'lo': [0, 1, 2, 4, 8], 'hi': [0, 1, 3, 7, 9], 'count': [5, 3, 0, 1, 2]}
+    """
+    h = np.asarray(hist, dtype=np.int64)
+    if linear < 1:
+        raise ValueError(f"linear must be >= 1, got {linear}")
+    lo, hi, count = [], [], []
+    top = h.size - 1
+    a = 0
+    while a <= top:
+        b = a if a < linear else min(2 * a - 1, top)
+        lo.append(a)
+        hi.append(b)
+        count.append(int(h[a:b + 1].sum()))
+        a = b + 1
+    return {"lo": lo, "hi": hi, "count": count}
+
+
 class GraphStats:
-    """Degrees, SCCs, diameter and average distance of a growing web graph.
+    """Degrees, SCCs and distances of a growing web graph, each with its scope and kind.
 
     Parameters
     ----------
     max_nodes : int or None, optional
         Cap of the O(n^2) kernels (``--stats-max-pages``).  Nodes with id
-        ``>= max_nodes`` and every edge touching one are left out of the SCC
-        and distance statistics; degrees, ``dangling``, ``nodes`` and
-        ``edges`` always cover the whole graph.  None: no cap.  Default 20000
+        ``>= max_nodes`` and every edge touching one are left out of the
+        *first N pages* statistics (SCC, APSD); the whole-graph ones
+        (degrees, ``dangling``, ``nodes``, ``edges``, :class:`WholeSCC`,
+        HyperBall) always cover every node.  None: no cap.  Default 20000
         (when full: 400 MB for the distance matrix, 50 MB for the closure,
         and APSD's in-edge lists, at most 1/16 of its matrix + 1 MiB).
     enable_apsd, enable_scc : bool, optional
-        Run the distance / component kernels (default True).  A disabled
-        kernel allocates nothing and its summary keys are None.
+        Run the first-N distance / component kernels (default True).  A
+        disabled kernel allocates nothing and its summary keys are None.
     apsd_dtype : {numpy.uint8, numpy.uint16}, optional
         Cell type of the distance matrix; uint8 (default) holds distances up
         to 254 hops in n^2 bytes.
+    enable_whole : bool, optional
+        Keep the whole graph's SCCs (:class:`WholeSCC`) and, on request,
+        its HyperBall distance estimates (default True).
+    distance_error : float, optional
+        Target relative standard error of one HyperLogLog counter
+        (``--stats-distance-error``, default 0.1): HyperBall uses 2^b
+        registers per node, b = :func:`log2m_for_error` (7 for 0.1).
+    distance_seed : int, optional
+        Seed of HyperBall's node hash.
+    scc_mode : str, optional
+        :class:`WholeSCC`'s ``mode`` (default ``"auto"``).
 
     Notes
     -----
     Definitions (DESIGN §6): diameter = the largest finite d(u, v) over
     u != v (0 if no pair is connected); average distance = the mean of the
-    finite d(u, v) over ordered pairs u != v (0.0 if none); dangling = nodes
-    with out-degree 0; ``scc_count`` counts singleton components.
+    finite d(u, v) over ordered pairs u != v (0.0 if none); effective
+    diameter = their interpolated 90th percentile
+    (:mod:`abc_crawler.kernels.distances`); dangling = nodes with out-degree
+    0; SCC counts include singleton components.
 
     Repeated edges and self-loops are ignored (counted in ``duplicate_edges``
-    and ``self_loops``); only new edges reach the O(n^2) kernels.
+    and ``self_loops``); only new edges reach the other kernels.
 
-    If the SCC or distance kernel cannot allocate memory, it is dropped with
-    a logged warning and its keys become None; the crawl and the other
-    statistics carry on.
-
+    If a kernel cannot allocate memory, it is dropped with a logged warning
+    and its keys become None; the crawl and the other statistics carry on.
     If a shortest distance inside the cap ever reaches 255 hops (uint8),
     the distance kernel stops (it never reports a clipped value): a warning
-    is logged, ``apsd_overflow`` becomes True, and ``diameter`` and
-    ``avg_distance`` are None from then on; degrees and SCCs carry on.
+    is logged, ``apsd_overflow`` becomes True, and the first-N distances are
+    None from then on.
+
+    Distances of the whole graph are not updated by :meth:`add_edges`:
+    :meth:`advance_distances` runs one HyperBall pass at a time (starting a
+    run on a snapshot of the graph when none is running), so the caller
+    decides the cadence; :meth:`finish_distances` brings them up to date.
+    The summary says which graph (nodes, edges) the estimates describe.
 
     Threads: every method takes an internal lock, so :meth:`add_edges` may
     run in a worker thread while another thread calls :meth:`summary` (which
-    waits for the running batch to finish).  The kernels release the GIL for
-    the whole batch, so the rest of the process keeps running meanwhile.
+    waits for the running batch or pass to finish).  The kernels release the
+    GIL, so the rest of the process keeps running meanwhile.
 
-    Time per edge: O(1) expected for degrees; see :class:`SCC` and
-    :class:`APSD` for the rest (O(n^2) worst case each, O(1) for an edge
-    that is redundant to them).  :meth:`summary` is O(max degree).
+    Time per edge: O(1) expected for degrees; see :class:`WholeSCC`,
+    :class:`SCC` and :class:`APSD` for the rest.  :meth:`summary` is
+    O(n + max degree) (the component-size distribution is read off a
+    histogram over sizes).
 
     Examples
     --------
@@ -83,16 +152,31 @@ class GraphStats:
     >>> s = gs.summary()
     >>> s["scc_count"], s["diameter"], s["avg_distance"], s["dangling"]
     (1, 2, 1.5, 0)
+    >>> s["whole"]["scc_count"], s["whole"]["largest_scc"], s["first_n"]["diameter"]
+    (1, 3, 2)
+    >>> gs.finish_distances()
+    True
+    >>> round(gs.summary()["whole"]["avg_distance"]["estimate"], 1)
+    1.5
     """
 
     def __init__(self, max_nodes: int | None = 20000, *, enable_apsd: bool = True,
-                 enable_scc: bool = True, apsd_dtype=np.uint8):
+                 enable_scc: bool = True, apsd_dtype=np.uint8, enable_whole: bool = True,
+                 distance_error: float = 0.1, distance_seed: int = 0, scc_mode: str = "auto"):
         self._cap = None if max_nodes is None else as_count(max_nodes, "max_nodes")
         self._lock = threading.Lock()
         self._deg = Degrees()
         self._scc = SCC(max_nodes=self._cap) if enable_scc else None
         self._apsd = APSD(max_nodes=self._cap, dtype=apsd_dtype) if enable_apsd else None
         self._apsd_overflow: str | None = None
+        self._whole = WholeSCC(mode=scc_mode) if enable_whole else None
+        self._log2m = log2m_for_error(distance_error)
+        self._seed = int(distance_seed)
+        self._hb: HyperBall | None = None            # the run in progress
+        self._hb_graph = (-1, -1)                    # (nodes, edges) of its snapshot
+        self._hb_seconds = 0.0                       # thread CPU seconds of its passes so far
+        self._dist: dict | None = None               # the last finished run
+        self._dist_runs = 0
 
     # ----------------------------------------------------------------- updates
     def add_nodes(self, k: int) -> range:
@@ -120,6 +204,12 @@ class GraphStats:
                 except MemoryError:
                     log.warning("distance statistics stopped: out of memory at %d nodes", first + in_cap)
                     self._apsd = None
+            if k and self._whole is not None:
+                try:
+                    self._whole.add_nodes(k)
+                except MemoryError:
+                    log.warning("whole-graph statistics stopped: out of memory at %d nodes", first + k)
+                    self._drop_whole()
             self._deg.add_nodes(k)
             return range(first, first + k)
 
@@ -152,8 +242,16 @@ class GraphStats:
                 return 0
             new = np.empty(s.shape[0], dtype=np.uint8)
             added = self._deg.add_edges(s, d, new=new)
-            if added and (self._scc is not None or self._apsd_active):
-                keep = new.view(bool)
+            if not added:
+                return 0
+            keep = new.view(bool)
+            if self._whole is not None:
+                try:
+                    self._whole.add_edges(s[keep], d[keep])
+                except MemoryError as exc:
+                    log.warning("whole-graph statistics stopped: %s", exc)
+                    self._drop_whole()
+            if self._scc is not None or self._apsd_active:
                 if self._cap is not None and self._deg.n > self._cap:
                     keep = keep & (s < self._cap) & (d < self._cap)
                 ks, kd = s[keep], d[keep]
@@ -171,9 +269,98 @@ class GraphStats:
                             self._apsd = None
             return added
 
+    def _drop_whole(self) -> None:
+        self._whole = None
+        self._hb = None
+        self._dist = None
+
     @property
     def _apsd_active(self) -> bool:
         return self._apsd is not None and self._apsd_overflow is None
+
+    # ---------------------------------------------------- whole-graph distances
+    @property
+    def distances_running(self) -> bool:
+        """True while a HyperBall run is in progress."""
+        return self._hb is not None
+
+    @property
+    def distances_stale(self) -> bool:
+        """True when the graph differs from the one the last run started on."""
+        w = self._whole
+        return w is not None and (w.n, w.m) != self._hb_graph
+
+    @property
+    def last_distance_seconds(self) -> float | None:
+        """Thread CPU seconds of the last finished HyperBall run (None before the first)."""
+        return None if self._dist is None else self._dist["hyperball"]["seconds"]
+
+    def advance_distances(self) -> bool:
+        """One step of the whole-graph distance estimates.
+
+        Starts a HyperBall run on a snapshot of the current graph when none
+        is running and the graph changed since the last start, else runs
+        one pass of the current run; when that run ends, its figures become
+        the summary's.  Returns False when there was nothing to do.
+
+        Notes
+        -----
+        Starting: O(n + m) for the snapshot, O(2^b n) for the counters.  A
+        pass: see :class:`HyperBall`.
+        """
+        with self._lock:
+            if self._whole is None:
+                return False
+            t = time.thread_time()
+            if self._hb is None:
+                if not self.distances_stale:
+                    return False
+                try:
+                    indptr, indices = self._whole.csr()
+                    self._hb = HyperBall(indptr, indices, log2m=self._log2m, seed=self._seed)
+                except MemoryError:
+                    log.warning("whole-graph distance estimates stopped: out of memory at %d nodes",
+                                self._whole.n)
+                    self._hb, self._dist, self._hb_graph = None, None, (self._whole.n, self._whole.m)
+                    return False
+                self._hb_graph = (self._whole.n, self._whole.m)
+                self._hb_seconds = time.thread_time() - t
+                return True
+            more = self._hb.step()
+            self._hb_seconds += time.thread_time() - t
+            if not more:
+                self._finish_run()
+            return True
+
+    def _finish_run(self) -> None:
+        hb = self._hb
+        self._hb = None
+        self._dist_runs += 1
+        figs = estimated_figures(hb.nf, hb.nf_replicates)
+        figs["hyperball"] = {
+            "nodes": self._hb_graph[0], "edges": self._hb_graph[1], "log2m": hb.log2m,
+            "registers_per_node": 1 << hb.log2m, "counter_rse": counter_rse(hb.log2m),
+            "jackknife_groups": hb.groups, "passes": hb.passes, "seconds": round(self._hb_seconds, 4),
+            "runs": self._dist_runs, "bytes": hb.nbytes}
+        self._dist = figs
+
+    def finish_distances(self) -> bool:
+        """Bring the distance estimates up to date with the current graph.
+
+        A run on an older snapshot is dropped; a run on the current graph
+        is finished, or started and finished.  Returns True when the
+        estimates describe the current graph (False when whole-graph
+        statistics are off or out of memory).
+        """
+        with self._lock:
+            if self._hb is not None and self.distances_stale:
+                self._hb = None
+        while self.advance_distances():
+            pass
+        with self._lock:
+            return (self._whole is not None and self._dist is not None
+                    and self._dist["hyperball"]["nodes"] == self._whole.n
+                    and self._dist["hyperball"]["edges"] == self._whole.m)
 
     # ------------------------------------------------------------------- reads
     @property
@@ -186,7 +373,7 @@ class GraphStats:
 
     @property
     def stats_nodes(self) -> int:
-        """Nodes covered by the SCC and distance statistics."""
+        """Nodes covered by the first-N SCC and distance statistics."""
         n = self._deg.n
         return n if self._cap is None else min(n, self._cap)
 
@@ -195,23 +382,65 @@ class GraphStats:
         """True once there are more nodes than ``max_nodes``."""
         return self._cap is not None and self._deg.n > self._cap
 
+    def _whole_summary(self) -> dict | None:
+        w = self._whole
+        if w is None:
+            return None
+        out = {"scope": "whole graph", "nodes": w.n, "edges": w.m,
+               "scc_count": w.count, "largest_scc": w.largest,
+               "scc_sizes": w.size_counts().tolist(), "scc_recomputes": w.recomputes,
+               "reachable_pairs": None, "avg_distance": None, "effective_diameter": None,
+               "neighbourhood_function": None, "hyperball": None}
+        if self._dist is not None:
+            out.update(self._dist)
+        return out
+
+    def _first_n_summary(self) -> dict:
+        k = self.stats_nodes
+        out = {"scope": f"first {k} pages",
+               "n": k, "max_pages": self._cap, "capped": self.capped,
+               "scc_count": None, "largest_scc": None, "diameter": None, "avg_distance": None,
+               "effective_diameter": None, "reachable_pairs": None,
+               "apsd_overflow": self._apsd_overflow is not None}
+        if self._scc is not None:
+            out["scc_count"] = self._scc.count
+            lab = self._scc.labels()
+            out["largest_scc"] = int(np.bincount(lab).max()) if lab.size else 0
+        if self._apsd_active:
+            out.update(exact_figures(k, self._apsd.histogram()))
+            out["avg_distance"] = float(self._apsd.avg_distance)   # the kernel's own sum / pairs
+        return out
+
     def summary(self) -> dict:
         """The current statistics as a JSON-ready dict.
 
         Returns
         -------
         dict
+            ``whole``: the whole graph -- ``scope``, ``nodes``, ``edges``,
+            ``scc_count``, ``largest_scc``, ``scc_sizes`` (rows ``[size,
+            components]``) and ``scc_recomputes``, all exact; and the
+            estimates ``reachable_pairs``, ``avg_distance``,
+            ``effective_diameter`` (each ``{"estimate", "se", "rse"}``),
+            ``neighbourhood_function`` (``{"estimate": [...], "rse": [...]}``)
+            and ``hyperball`` (the graph they describe, b, passes, seconds),
+            None until a run finished.  None when ``enable_whole`` is False.
+
+            ``first_n``: the first ``n`` pages -- ``scope``, ``n``,
+            ``max_pages``, ``capped``, and exact ``scc_count``,
+            ``largest_scc``, ``diameter``, ``avg_distance``,
+            ``effective_diameter``, ``reachable_pairs``, ``apsd_overflow``.
+
+            And, as before issue 22 (first-N scope where it applies):
             ``nodes``, ``edges`` (distinct), ``scc_count``, ``dangling``,
             ``diameter``, ``avg_distance``, ``stats_nodes``, ``capped``,
             ``in_degree_hist`` and ``out_degree_hist`` (lists, ``h[d]`` =
             nodes of degree d up to the largest degree), ``duplicate_edges``,
-            ``self_loops``, ``apsd_overflow``.  ``scc_count`` is None when
-            SCCs are disabled; ``diameter`` and ``avg_distance`` are None
-            when distances are disabled or overflowed.
+            ``self_loops``, ``apsd_overflow``.
 
         Notes
         -----
-        O(max degree): every count is maintained incrementally.
+        O(n + max degree): every count is maintained incrementally.
         """
         with self._lock:
             apsd_ok = self._apsd_active
@@ -229,6 +458,8 @@ class GraphStats:
                 "duplicate_edges": self._deg.duplicates,
                 "self_loops": self._deg.self_loops,
                 "apsd_overflow": self._apsd_overflow is not None,
+                "whole": self._whole_summary(),
+                "first_n": self._first_n_summary(),
             }
 
     def scc_labels(self) -> np.ndarray:
@@ -237,6 +468,13 @@ class GraphStats:
             if self._scc is None:
                 raise ValueError("SCC statistics are disabled")
             return self._scc.labels()
+
+    def whole_scc_labels(self) -> np.ndarray:
+        """Component labels of every node (see :meth:`WholeSCC.labels`)."""
+        with self._lock:
+            if self._whole is None:
+                raise ValueError("whole-graph statistics are disabled")
+            return self._whole.labels()
 
     def __repr__(self) -> str:
         return (f"GraphStats(nodes={self.nodes}, edges={self.edges}, "
