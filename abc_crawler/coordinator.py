@@ -20,6 +20,7 @@ import os
 import pickle
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,20 +77,50 @@ def decode_report(data: bytes) -> dict:
     return obj
 
 
-class KernelWorker:
-    """Feeds node and edge batches to the statistics kernels in a worker thread."""
+_NO_BATCH = object()
 
-    def __init__(self, max_nodes: int, nice: int = 10):
+
+class KernelWorker:
+    """Feeds node and edge batches to the statistics kernels in a worker thread.
+
+    The thread applies every batch as it arrives (degrees and the exact SCCs
+    of the whole graph and of the first ``max_nodes`` pages are current after
+    each superstep's batch).  When no batch is waiting it advances the
+    whole-graph distance estimates (HyperBall) one pass at a time on a
+    snapshot of the graph; a new run starts when the graph has changed and
+    the last run's CPU time, divided by ``duty``, has passed since it ended
+    (``duty`` = 0.5: HyperBall takes at most about half of the thread's
+    time).  :meth:`close` applies what is left and brings the estimates up
+    to the final graph; how long that took is ``lag_s``.
+
+    A failure in the thread is kept in ``error`` (the thread stops) and
+    raised by :meth:`close`; :meth:`summary` keeps returning the last good
+    figures.
+    """
+
+    def __init__(self, max_nodes: int, nice: int = 10, *, distance_error: float = 0.1,
+                 duty: float = 0.5, tick: float = 0.1):
         from .kernels import GraphStats  # the Cython kernels (kernels/ folder)
 
+        if not 0 < duty <= 1:
+            raise ValueError(f"duty must be in (0, 1], got {duty!r}")
         self.nice = nice
-        self.stats = GraphStats(max_nodes=max_nodes)
+        self.duty = duty
+        self.tick = tick
+        self.stats = GraphStats(max_nodes=max_nodes, distance_error=distance_error)
         self._q: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._summary: dict = self.stats.summary()
         self.error: BaseException | None = None
+        self.lag_s: float | None = None          # seconds close() waited for the thread
+        self.max_delay_s = 0.0                   # longest wait of a batch in the queue
+        self._next_run = 0.0                     # monotonic time before which no HyperBall run starts
         self._thread = threading.Thread(target=self._run, name="abc-kernels", daemon=True)
         self._thread.start()
+
+    def _distances_due(self) -> bool:
+        st = self.stats
+        return st.distances_running or (st.distances_stale and time.monotonic() >= self._next_run)
 
     def _run(self) -> None:
         # The kernels are CPU-bound; at a lower priority they take what the crawl leaves
@@ -98,36 +129,65 @@ class KernelWorker:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         except (AttributeError, OSError):
             pass
-        while True:
-            item = self._q.get()
-            if item is None:
-                return
-            n_new, src, dst = item
-            try:
-                if n_new:
-                    self.stats.add_nodes(n_new)
-                if len(src):
-                    self.stats.add_edges(src, dst)
-                s = self.stats.summary()
-                with self._lock:
-                    self._summary = s
-            except BaseException as exc:  # surfaced by summary()/close()
-                self.error = exc
-                return
+        try:
+            while True:
+                try:
+                    if self._distances_due():
+                        item = self._q.get_nowait()
+                    else:
+                        item = self._q.get(timeout=self.tick)
+                except queue.Empty:
+                    item = _NO_BATCH
+                if item is None:
+                    break
+                if item is _NO_BATCH:
+                    if not self._distances_due():
+                        continue
+                    running = self.stats.distances_running
+                    self.stats.advance_distances()
+                    if running and not self.stats.distances_running:        # a run ended
+                        pause = self.stats.last_distance_seconds * (1 / self.duty - 1)
+                        self._next_run = time.monotonic() + pause
+                else:
+                    t_put, n_new, src, dst = item
+                    if n_new:
+                        self.stats.add_nodes(n_new)
+                    if len(src):
+                        self.stats.add_edges(src, dst)
+                    self.max_delay_s = max(self.max_delay_s, time.monotonic() - t_put)
+                self._publish()
+            self.stats.finish_distances()
+            self._publish()
+        except BaseException as exc:  # surfaced by close(); the lead's crash report reads .error
+            self.error = exc
+
+    def _publish(self) -> None:
+        s = self.stats.summary()
+        with self._lock:
+            self._summary = s
 
     def submit(self, n_new: int, src: np.ndarray, dst: np.ndarray) -> None:
-        self._q.put((n_new, src, dst))
+        self._q.put((time.monotonic(), n_new, src, dst))
 
     def summary(self) -> dict:
+        """The figures after the last batch or pass the thread finished (a shallow copy)."""
         with self._lock:
             return dict(self._summary)
 
     def close(self) -> dict:
+        """Apply the waiting batches, finish the distance estimates on the final
+        graph, stop the thread; return the final summary (with ``kernel_lag_s``,
+        the seconds this took, and ``kernel_max_delay_s``)."""
+        t = time.monotonic()
         self._q.put(None)
         self._thread.join()
+        self.lag_s = time.monotonic() - t
         if self.error is not None:
             raise self.error
-        return self.stats.summary()
+        s = self.stats.summary()
+        s["kernel_lag_s"] = round(self.lag_s, 3)
+        s["kernel_max_delay_s"] = round(self.max_delay_s, 3)
+        return s
 
 
 class Coordinator:

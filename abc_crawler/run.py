@@ -22,7 +22,7 @@ from .exchange import Communicator
 from .metrics import imbalance_pct
 from .ownership import make_assignment
 from .phases import PhaseClock
-from .progress import Progress, format_bytes
+from .progress import Progress, format_bytes, graph_rows
 from .scope import Scope, read_seeds
 from .checkpoint import Journal, checkpoint_steps
 from .session import atomic_write_bytes, atomic_write_json, npz_bytes, read_json, save_graph
@@ -119,7 +119,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     started = _utc()
     resumes = list((manifest_before or {}).get("resumed", []))
     if comm.rank == 0:
-        kernels = KernelWorker(cfg.stats_max_pages) if cfg.stats else None
+        kernels = KernelWorker(cfg.stats_max_pages, distance_error=cfg.stats_distance_error) if cfg.stats else None
         crawler.coordinator = Coordinator(comm.size, kernels)
     if step >= 0:
         crawler.restore(step)
@@ -184,12 +184,10 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     atomic_write_bytes(sd / "exchange.npz", npz_bytes(**co.exchange_arrays()))
     graph_stats = {"nodes": co.n_nodes, "edges": len(co.edge_src)}
     if co.kernels is not None:
-        ks = co.kernels.close()
-        graph_stats.update({k: ks[k] for k in ("scc_count", "dangling", "diameter", "avg_distance") if k in ks})
-        graph_stats["stats_nodes"] = ks.get("stats_nodes", co.n_nodes)
-        graph_stats["capped"] = bool(ks.get("capped", False))
-        graph_stats["in_degree_hist"] = ks.get("in_degree_hist")
-        graph_stats["out_degree_hist"] = ks.get("out_degree_hist")
+        from .kernels.graphstats import graph_json  # (the Cython kernels: rank 0 with --stats only)
+
+        # whole graph (exact SCCs, HyperBall estimates) and first N pages (exact APSD/SCC), labelled
+        graph_stats.update(graph_json(co.kernels.close()))
     per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
         k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "batches", "urls_per_connection",
                           "connections", "robots_fetches", "robots_adopted", "duplicates", "slot_cuts", "warm_cuts", "retries", "phases", "phase_warmup",
@@ -260,9 +258,7 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
         ("messages thesis / MPI", f"{ex['messages_thesis']} / {ex['messages_mpi']} in {ex['supersteps']} supersteps"),
         ("imbalance storage / requests", f"{im['storage_pct']:.1f} % / {im['request_pct']:.1f} %"),
         ("overlap pages", str(stats["overlap_pages"])),
-        ("graph", f"{g.get('nodes')} nodes, {g.get('edges')} edges, {g.get('scc_count', '-')} SCC, "
-                  f"{g.get('dangling', '-')} dangling, diameter {g.get('diameter', '-')}, "
-                  f"avg distance {g.get('avg_distance', '-')}"),
+        *graph_rows(g),
         ("errors", ", ".join(f"{k} {v}" for k, v in stats["errors"].items()) or "none"),
         ("session", session_dir),
     ]

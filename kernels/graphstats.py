@@ -33,7 +33,7 @@ from abc_crawler.kernels._wholescc import WholeSCC
 from abc_crawler.kernels.distances import (counter_rse, estimated_figures, exact_figures,
                                            log2m_for_error)
 
-__all__ = ["GraphStats", "log_binned"]
+__all__ = ["GraphStats", "log_binned", "graph_json"]
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,28 @@ def log_binned(hist, linear: int = 16) -> dict:
         count.append(int(h[a:b + 1].sum()))
         a = b + 1
     return {"lo": lo, "hi": hi, "count": count}
+
+
+def graph_json(summary: dict) -> dict:
+    """The graph figures of ``stats.json`` from a :meth:`GraphStats.summary`.
+
+    Keeps ``dangling``, ``duplicate_edges``, ``self_loops``, the ``whole``
+    and ``first_n`` sections (each figure with its scope and kind) and the
+    kernel thread's timings when present; the degree histograms are
+    :func:`log_binned`.  The flat first-N keys of the summary
+    (``scc_count``, ``diameter``, ...) are left out: in ``stats.json`` every
+    figure sits under the scope it describes.
+    """
+    out = {k: summary[k] for k in ("dangling", "duplicate_edges", "self_loops") if k in summary}
+    out["whole"] = summary.get("whole")
+    out["first_n"] = summary.get("first_n")
+    for k in ("in_degree_hist", "out_degree_hist"):
+        if summary.get(k) is not None:
+            out[k] = log_binned(summary[k])
+    for k in ("kernel_lag_s", "kernel_max_delay_s"):
+        if k in summary:
+            out[k] = summary[k]
+    return out
 
 
 class GraphStats:
