@@ -124,10 +124,13 @@ cdef inline void _add_estimates(const uint8_t* r, double sign, Est* e, double* a
         z[g] = zz
         S += ss
         Z += zz
-    acc[e.groups] += sign * (e.c_all / (S + e.sig_all[Z]))
-    if e.groups > 1:
-        for g in range(e.groups):
-            acc[g] += sign * (e.c_loo / ((S - s[g]) + e.sig_loo[Z - z[g]]))
+    cdef double full = sign * (e.c_all / (S + e.sig_all[Z]))
+    acc[e.groups] += full
+    if e.groups == 1:                       # no jackknife: the one replicate is the estimate
+        acc[0] += full
+        return
+    for g in range(e.groups):
+        acc[g] += sign * (e.c_loo / ((S - s[g]) + e.sig_loo[Z - z[g]]))
 
 
 cdef int64_t _pass(const int64_t* indptr, const node_t* idx, Py_ssize_t n, int m,
