@@ -134,7 +134,7 @@ def check_graph_stats(session: Path, *, sigmas: float = 3.0, exact_up_to: int = 
         est, t = w[k], truth[k]
         bound = sigmas * float(np.hypot(est["se"], t["se"]))
         report[k] = {"estimate": est["estimate"], "se": est["se"], "check": t["estimate"], "check_se": t["se"],
-                     "z": (est["estimate"] - t["estimate"]) / max(np.hypot(est["se"], t["se"]), 1e-300)}
+                     "z": float((est["estimate"] - t["estimate"]) / max(np.hypot(est["se"], t["se"]), 1e-300))}
         assert abs(est["estimate"] - t["estimate"]) <= bound, (k, est, t, sigmas)
     # first N pages: exact, against the subgraph of the first N nodes
     k = f["n"]
