@@ -26,10 +26,9 @@ With ``--whole`` it measures the whole-graph statistics of issue 22 instead,
 on crawl-order sequences fed in batches of ``--whole-nodes`` new pages (a
 superstep of 8 ranks x 256 pages by default), as the coordinator does:
 
-* :class:`WholeSCC` per batch in each mode (``auto``: two-way search with
-  the per-batch budget; ``incremental``; ``recompute``, timed on sampled
-  batches and extrapolated): seconds, microseconds per insertion, the
-  slowest batch, list entries read, recomputations, bytes per node;
+* :class:`WholeSCC` per batch (one two-way search per batch over the
+  condensation): seconds, microseconds per insertion, the slowest batch,
+  list entries read, bytes per node;
 * one recomputation at the final size by the kernel's Tarjan
   (``scc_of_csr``) and by scipy's ``connected_components``, and scipy per
   batch (sampled, extrapolated);
@@ -417,7 +416,7 @@ def time_whole_scc(g: EdgeSequence, mode: str, k: int):
         batches += 1
     return {"seconds": spent, "slowest_batch_s": slowest, "us_per_insertion": 1e6 * spent / max(g.m, 1),
             "batches": batches, "count": w.count, "largest": w.largest, "work": w.work,
-            "searches": w.searches, "recomputes": w.recomputes, "bytes_per_node": w.nbytes / max(g.n, 1),
+            "dropped": w.dropped, "searches": w.searches, "bytes_per_node": w.nbytes / max(g.n, 1),
             "bytes": w.nbytes}
 
 
@@ -494,28 +493,26 @@ def bench_whole(name: str, args) -> dict:
     print(f"# {g.name}: {g.n} nodes, {g.m} edges, generated in {time.perf_counter() - t:.1f} s",
           file=sys.stderr, flush=True)
     row = {"graph": g.name, "n": g.n, "edges": g.m, "batch_nodes": args.whole_nodes}
-    for mode in ("auto", "incremental"):
-        runs = [time_whole_scc(g, mode, args.whole_nodes) for _ in range(args.runs)]
-        best = runs[0] | {"seconds": statistics.median(r["seconds"] for r in runs),
-                          "runs": [r["seconds"] for r in runs]}
-        best["us_per_insertion"] = 1e6 * best["seconds"] / max(g.m, 1)
-        row[f"scc_{mode}"] = best
+    runs = [time_whole_scc(g, "search", args.whole_nodes) for _ in range(args.runs)]
+    best = runs[0] | {"seconds": statistics.median(r["seconds"] for r in runs), "runs": [r["seconds"] for r in runs]}
+    best["us_per_insertion"] = 1e6 * best["seconds"] / max(g.m, 1)
+    row["scc_search"] = best
     row["scc_recompute"] = time_recompute_per_batch(g, args.whole_nodes, args.scipy_samples)
     row["hyperball"] = time_hyperball(g, args.log2m)
     row["bfs"] = time_bfs(g, args.bfs_sources)
     return row
 
 
-WHOLE_HEADER = ["graph", "n", "edges", "batches", "SCC auto s (us/ins, slowest batch)", "SCC incremental s",
-                "recomputes", "SCC B/node", "Tarjan/batch s", "scipy cc/batch s", "Tarjan / scipy at n",
+WHOLE_HEADER = ["graph", "n", "edges", "batches", "SCC search s (us/ins, slowest batch)", "entries read",
+                "SCC B/node", "Tarjan/batch s", "scipy cc/batch s", "Tarjan / scipy at n",
                 "HyperBall s (passes, median pass)", "HB B/node", "all-sources BFS s"]
 
 
 def fmt_whole(r: dict) -> list[str]:
-    a, i, rc, hb, bfs = r["scc_auto"], r["scc_incremental"], r["scc_recompute"], r["hyperball"], r["bfs"]
+    a, rc, hb, bfs = r["scc_search"], r["scc_recompute"], r["hyperball"], r["bfs"]
     return [r["graph"], str(r["n"]), str(r["edges"]), str(a["batches"]),
             f"{a['seconds']:.3g} ({a['us_per_insertion']:.3g}, {a['slowest_batch_s']:.3g})",
-            f"{i['seconds']:.3g}", str(a["recomputes"]), f"{a['bytes_per_node']:.0f}",
+            str(a["work"]), f"{a['bytes_per_node']:.0f}",
             f"~{rc['tarjan_per_batch_s']:.3g}", f"~{rc['scipy_per_batch_s']:.3g}",
             f"{rc['tarjan_final_s']:.3g} / {rc['scipy_final_s']:.3g}",
             f"{hb['seconds']:.3g} ({hb['passes']}, {hb['median_pass_s']:.3g})", f"{hb['bytes_per_node']:.0f}",
@@ -538,8 +535,8 @@ def run_whole(names, args) -> int:
         for cells in [WHOLE_HEADER] + body:
             print("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
     for r in rows:
-        a, rc, hb = r["scc_auto"], r["scc_recompute"], r["hyperball"]
-        print(f"# {r['graph']}: SCC {a['count']} (largest {a['largest']}); incremental / recompute-per-batch = "
+        a, rc, hb = r["scc_search"], r["scc_recompute"], r["hyperball"]
+        print(f"# {r['graph']}: SCC {a['count']} (largest {a['largest']}); search / recompute-per-batch = "
               f"{a['seconds']:.3g} / {rc['tarjan_per_batch_s']:.3g} s = 1 : {rc['tarjan_per_batch_s'] / a['seconds']:.0f}; "
               f"HyperBall passes {', '.join(f'{x:.2f}' for x in hb['pass_s'][:12])}{' ...' if hb['passes'] > 12 else ''}; "
               f"avg distance {hb['avg_distance']['estimate']:.3f} ± {hb['avg_distance']['se']:.3f}, "

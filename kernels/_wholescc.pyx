@@ -1,58 +1,63 @@
 """Strongly connected components of the whole crawled graph, exact, live.
 
 :class:`WholeSCC` keeps the SCCs of a growing digraph with no cap on its
-size: adjacency lists both ways (about 11 bytes per edge), a union-find of
-components with a member ring per component, and a histogram of component
-sizes, so the number of SCCs, the largest one and the size distribution are
-read in O(1) (the distribution in O(n) at most).  Memory is O(n + m), not
-the O(n^2) of :class:`SCC` (SPAWC's bit-matrix closure), which is kept for
-the first ``--stats-max-pages`` pages.
+size, in O(n + m) memory (not the O(n^2) of SPAWC's bit-matrix closure,
+:class:`SCC`, which is kept for the first ``--stats-max-pages`` pages):
 
-Insertion of u -> v (components cu != cv) -- a cycle appears iff cv reaches
-cu, and then the new component is M = {C : cv ->* C ->* cu}.  The kernel
-runs two searches over *components* at once, one edge at a time each,
-always advancing the one that has done less work (the two-way search of
-Haeupler et al.'s incremental cycle detection):
+* a union-find of the components (every component is strongly connected)
+  and a histogram of their sizes, so the number of SCCs, the largest one
+  and the size distribution are read in O(1) (the distribution in O(n));
+* for every component, the edges that leave it and the edges that enter
+  it from other components, as lists of 64-byte chunks that are
+  concatenated in O(1) when components merge.  An edge inside a component
+  is never stored (it cannot take part in a merge); an edge that becomes
+  internal by a merge is dropped the next time its list is read, so every
+  list entry is dropped at most once (amortized O(m) in all).
+* the edges in insertion order (8 bytes each), for :meth:`WholeSCC.csr`.
 
-* F, forward from cv over out-edges, never expanding cu;
-* B, backward from cu over in-edges, never expanding cv.
+Per batch (a superstep's edges): an edge inside a component costs
+O(alpha(n)); the others are stored, and any new cycle passes through one of
+them, so the components that may merge are those both reachable from the
+heads H of the batch's new inter-component edges and reaching their tails
+T.  Two searches over the *condensation* (components as nodes, the lists
+as edges) run at once, one list entry at a time each, always advancing the
+one that has read less (the two-way search of Haeupler et al.'s
+incremental cycle detection, run once per batch):
 
-Neither needs to expand the skipped component: if C is in M and C != cv,
-every path C ->* cu avoids cv (a path through cv would put C in cv's
-component), and symmetrically for F.  The first search to finish has seen
-every component it can reach and every edge between them; M is then read
-off its recorded edges by one more search (F: backwards from cu; B:
-forwards from cv), and the components of M are merged.  The work of one
-insertion is about twice the smaller side's, which is what makes crawl
-order cheap: a new page's in-links come first (F from the new page ends at
-once: it has no out-links yet), and its out-links into the giant component
-end B as soon as B reaches the giant component, which it never expands.
+* F, forward from H over the out-lists; B, backward from T over the in-lists.
 
-Each batch gets a work budget of ``budget * (n + m)`` edge visits; a batch
-that exceeds it finishes with an O(n + m) recomputation (Tarjan's
-algorithm, iterative, no recursion), so a batch never costs more than a
-constant times a recomputation, whatever the insertion order.
-``mode="recompute"`` recomputes after every batch (the baseline it is
-measured against, ``docs/benchmarks/kernels.md``); ``mode="incremental"``
-never falls back.
+The first to finish holds every component it can reach and every edge
+among them; every new cycle lies inside it, so Tarjan's algorithm on that
+small recorded graph (iterative, no recursion) finds the components to
+merge.  A batch thus costs about twice the smaller search, at most
+O(C + E) for C components and E inter-component list entries: on a web
+crawl, where one giant component swallows most pages and edges, the
+condensation is small and a batch is cheap; without cycles it is at most a
+recomputation (measured in ``docs/benchmarks/kernels.md``).  A search per
+edge was measured too and is much slower on crawls: a page crawled early
+that links to a page crawled now, which links into the giant component,
+closes a cycle through the giant component, and both searches of that edge
+had to read all of it.
+
+``mode="recompute"`` instead recomputes the components of the whole node
+graph after every batch (Tarjan, O(n + m)): the baseline it is measured
+against.
 """
 cimport cython
 from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.string cimport memset
 
 import numpy as np
 
 from kernels._types cimport KERNEL_NO_MEMORY, KERNEL_OK, node_t
-from kernels._adjacency cimport (AdjLists, adj_add_nodes, adj_append, adj_free, adj_init,
-                                 adj_nbytes)
 
 from abc_crawler.kernels._validation import as_count, as_edge_arrays
 
 __all__ = ["WholeSCC", "scc_of_csr"]
 
 cdef enum:
-    OVER_BUDGET = 3     # return code: the batch's work budget ran out
+    CHUNK_ITEMS = 14        # a chunk is 64 bytes: next, count, 14 entries
 
 
 # --------------------------------------------------------------- int buffers
@@ -90,16 +95,83 @@ cdef inline void buf_free(Buf* b) noexcept nogil:
     b.a, b.n, b.cap = NULL, 0, 0
 
 
+# ---------------------------------------------------- chunked edge lists
+cdef struct Chunk:
+    int32_t next            # chunk index, -1 at the end
+    int32_t count
+    node_t items[CHUNK_ITEMS]
+
+
+cdef struct Pool:           # chunks by index (the array may move when it grows)
+    Chunk* c
+    Py_ssize_t n            # chunks ever handed out
+    Py_ssize_t cap
+    int32_t free            # first free chunk, -1 if none
+    Py_ssize_t in_use
+
+
+cdef inline int32_t pool_take(Pool* p) noexcept nogil:
+    cdef int32_t k
+    cdef Py_ssize_t cap
+    cdef Chunk* q
+    if p.free >= 0:
+        k = p.free
+        p.free = p.c[k].next
+    else:
+        if p.n == p.cap:
+            cap = 2 * p.cap if p.cap else 1024
+            q = <Chunk*> PyMem_RawRealloc(p.c, <size_t> cap * sizeof(Chunk))
+            if q == NULL:
+                return -1
+            p.c, p.cap = q, cap
+        k = <int32_t> p.n
+        p.n += 1
+    p.c[k].next = -1
+    p.c[k].count = 0
+    p.in_use += 1
+    return k
+
+
+cdef inline void pool_give(Pool* p, int32_t k) noexcept nogil:
+    p.c[k].next = p.free
+    p.free = k
+    p.in_use -= 1
+
+
+cdef struct List:           # one component's out- or in-list
+    int32_t head
+    int32_t tail
+
+
+cdef inline int list_append(Pool* p, List* l, node_t x) noexcept nogil:
+    cdef int32_t k = l.tail
+    if k < 0 or p.c[k].count == CHUNK_ITEMS:
+        k = pool_take(p)
+        if k < 0:
+            return -1
+        if l.tail < 0:
+            l.head = k
+        else:
+            p.c[l.tail].next = k
+        l.tail = k
+    p.c[k].items[p.c[k].count] = x
+    p.c[k].count += 1
+    return 0
+
+
+cdef inline void list_concat(Pool* p, List* a, List* b) noexcept nogil:
+    """a = a followed by b; b becomes empty.  O(1)."""
+    if b.head < 0:
+        return
+    if a.head < 0:
+        a.head, a.tail = b.head, b.tail
+    else:
+        p.c[a.tail].next = b.head
+        a.tail = b.tail
+    b.head = b.tail = -1
+
+
 # ------------------------------------------------------------- components
-cdef struct Comps:
-    node_t* parent      # union-find; a root is its component's representative
-    node_t* size        # at roots
-    node_t* ring        # ring[x]: next member of x's component (a circular list)
-    int64_t* hist       # hist[s]: components of size s
-    int64_t count
-    int64_t largest
-
-
 cdef inline node_t _find(node_t* parent, node_t x) noexcept nogil:
     while parent[x] != x:
         parent[x] = parent[parent[x]]       # path halving
@@ -107,237 +179,141 @@ cdef inline node_t _find(node_t* parent, node_t x) noexcept nogil:
     return x
 
 
-cdef inline node_t _union(Comps* c, node_t a, node_t b) noexcept nogil:
-    """Merge the components of a and b; returns the new representative."""
-    cdef node_t t
-    a = _find(c.parent, a)
-    b = _find(c.parent, b)
+cdef struct Whole:
+    node_t* parent          # union-find; a root is its component's representative
+    node_t* size            # at roots
+    int64_t* hist           # hist[s]: components of size s
+    List* out               # at roots: edges leaving the component (their heads)
+    List* inn               # at roots: edges entering it from others (their tails)
+    uint32_t* fmark         # fmark[rep] == epoch: found by F
+    uint32_t* bmark
+    node_t* flidx           # position in F's queue (valid when marked)
+    node_t* blidx
+    Pool pool
+    Buf src                 # every edge, in insertion order
+    Buf dst
+    Py_ssize_t n
+    int64_t count
+    int64_t largest
+    uint32_t epoch
+    int64_t work            # list entries read by the searches, in all
+    int64_t dropped         # list entries dropped as internal
+    int64_t searches        # batches that needed a search
+    int64_t merges          # components merged away
+    int64_t recomputes
+
+
+cdef inline node_t _union(Whole* g, node_t a, node_t b) noexcept nogil:
+    """Merge the components of a and b (and their lists); returns the new representative."""
+    a = _find(g.parent, a)
+    b = _find(g.parent, b)
     if a == b:
         return a
-    if c.size[a] < c.size[b]:
+    if g.size[a] < g.size[b]:
         a, b = b, a
-    c.hist[c.size[a]] -= 1
-    c.hist[c.size[b]] -= 1
-    c.parent[b] = a
-    c.size[a] += c.size[b]
-    c.hist[c.size[a]] += 1
-    if c.size[a] > c.largest:
-        c.largest = c.size[a]
-    t = c.ring[a]                           # splice the two rings
-    c.ring[a] = c.ring[b]
-    c.ring[b] = t
-    c.count -= 1
+    g.hist[g.size[a]] -= 1
+    g.hist[g.size[b]] -= 1
+    g.parent[b] = a
+    g.size[a] += g.size[b]
+    g.hist[g.size[a]] += 1
+    if g.size[a] > g.largest:
+        g.largest = g.size[a]
+    list_concat(&g.pool, &g.out[a], &g.out[b])
+    list_concat(&g.pool, &g.inn[a], &g.inn[b])
+    g.count -= 1
+    g.merges += 1
     return a
 
 
 # ------------------------------------------------------------ the searches
 cdef struct Side:
-    AdjLists* adj       # out-lists for F, in-lists for B
-    uint32_t* mark      # mark[rep] == epoch: component found by this side
-    node_t* lidx        # lidx[rep]: its position in queue (valid when marked)
-    Buf queue           # components found, in order (local index = position)
-    Buf pairs           # recorded (p, q) pairs: M is read by walking q -> p
-    Py_ssize_t head     # next queue entry to expand
-    node_t comp         # component being expanded, -1 between components
-    node_t member       # member of comp whose list is being read
-    node_t ei           # position in that list
-    node_t skip         # the component this side never expands
+    List* lists             # out-lists for F, in-lists for B
+    uint32_t* mark
+    node_t* lidx
+    Buf queue               # components found, in order (local index = position)
+    Buf pairs               # (local p, local q) per entry read: an edge between them
+    Py_ssize_t head         # next queue entry to expand
+    node_t comp             # component being read, -1 between components
+    int32_t chunk           # chunk being read, and the one before it in the list
+    int32_t prev
+    int32_t pos
 
 
-cdef inline int _side_start(Side* s, node_t start, node_t skip, uint32_t epoch) noexcept nogil:
-    s.queue.n = 0
-    s.pairs.n = 0
-    s.head = 0
-    s.comp = -1
-    s.skip = skip
-    s.mark[start] = epoch
-    s.lidx[start] = 0
-    return buf_push(&s.queue, start)
+cdef inline int _side_add(Side* s, node_t c, uint32_t epoch) noexcept nogil:
+    if s.mark[c] == epoch:
+        return 0
+    s.mark[c] = epoch
+    s.lidx[c] = <node_t> s.queue.n
+    return buf_push(&s.queue, c)
 
 
-cdef inline int _side_step(Side* s, node_t* parent, node_t* ring, uint32_t epoch) noexcept nogil:
-    """One unit of work: read one list entry, or move to the next member.
+cdef inline int _side_step(Side* s, Whole* g) noexcept nogil:
+    """Read one list entry (dropping it if it became internal).
 
-    Returns 0 (work done), 1 (the side is complete: nothing left to
-    expand) or -1 (out of memory).
+    Returns 0 (work done), 1 (the side is complete) or -1 (out of memory).
     """
-    cdef node_t c, x, y, cy
+    cdef node_t c, y, cy
+    cdef Chunk* k
+    cdef List* l
+    cdef int32_t nxt
     while True:
         if s.comp < 0:
             if s.head == s.queue.n:
                 return 1
             c = s.queue.a[s.head]
             s.head += 1
-            if c == s.skip:
-                continue
-            s.comp, s.member, s.ei = c, c, 0
-        x = s.member
-        if s.ei < s.adj.deg[x]:
-            y = s.adj.nbrs[x][s.ei]
-            s.ei += 1
-            cy = _find(parent, y)
-            if cy == s.comp:
+            s.comp, s.chunk, s.prev, s.pos = c, s.lists[c].head, -1, 0
+        if s.chunk < 0:
+            s.comp = -1
+            continue
+        k = &g.pool.c[s.chunk]
+        if s.pos < k.count:
+            y = k.items[s.pos]
+            cy = _find(g.parent, y)
+            if cy == s.comp:                # internal now: drop it for good
+                k.count -= 1
+                k.items[s.pos] = k.items[k.count]
+                g.dropped += 1
                 return 0
-            if s.mark[cy] != epoch:
-                s.mark[cy] = epoch
-                s.lidx[cy] = <node_t> s.queue.n
-                if buf_push(&s.queue, cy) != 0:
-                    return -1
+            s.pos += 1
+            if _side_add(s, cy, g.epoch) != 0:
+                return -1
             if buf_push(&s.pairs, s.lidx[s.comp]) != 0 or buf_push(&s.pairs, s.lidx[cy]) != 0:
                 return -1
             return 0
-        s.member = ring[x]
-        s.ei = 0
-        if s.member == s.comp:
-            s.comp = -1
-        return 0
-
-
-cdef struct Scratch:        # buffers of _collect, reused between insertions
-    Buf head
-    Buf order
-    Buf seen
-    Buf todo
-
-
-cdef int _collect(Side* s, node_t start, Scratch* w) noexcept nogil:
-    """Local indices reachable from ``start`` walking the recorded pairs
-    q -> p, into ``w.todo`` (start included).  O(found + pairs)."""
-    cdef Py_ssize_t L = s.queue.n, E = s.pairs.n // 2, e, k, h
-    cdef node_t q, p, x
-    if (buf_reserve(&w.head, L + 1) != 0 or buf_reserve(&w.order, E) != 0
-            or buf_reserve(&w.seen, L) != 0 or buf_reserve(&w.todo, L) != 0):
-        return -1
-    memset(w.head.a, 0, <size_t> (L + 1) * sizeof(node_t))
-    memset(w.seen.a, 0, <size_t> L * sizeof(node_t))
-    for e in range(E):                      # counting sort of the pairs by q
-        w.head.a[s.pairs.a[2 * e + 1] + 1] += 1
-    for k in range(L):
-        w.head.a[k + 1] += w.head.a[k]
-    for e in range(E):
-        q = s.pairs.a[2 * e + 1]
-        w.order.a[w.head.a[q]] = s.pairs.a[2 * e]
-        w.head.a[q] += 1
-    # head[q] is now the end of q's run; its start is head[q - 1] (0 for q = 0)
-    w.todo.n = 0
-    w.todo.a[w.todo.n] = start
-    w.todo.n += 1
-    w.seen.a[start] = 1
-    h = 0
-    while h < w.todo.n:
-        x = w.todo.a[h]
-        h += 1
-        k = w.head.a[x - 1] if x > 0 else 0
-        while k < w.head.a[x]:
-            p = w.order.a[k]
-            k += 1
-            if not w.seen.a[p]:
-                w.seen.a[p] = 1
-                w.todo.a[w.todo.n] = p
-                w.todo.n += 1
-    return 0
-
-
-cdef struct Whole:
-    AdjLists out
-    AdjLists inn
-    Comps c
-    Side f
-    Side b
-    Scratch w
-    uint32_t epoch
-    Py_ssize_t n
-    int64_t m           # edges stored (self-loops excluded, repeats included)
-    int64_t searches    # insertions that needed a search (cu != cv)
-    int64_t merges      # insertions that merged components
-    int64_t work        # list entries read by the searches, in all
-    int64_t recomputes
-
-
-cdef int _insert(Whole* g, node_t u, node_t v, int64_t* budget_left) noexcept nogil:
-    """Insert u -> v (u != v, both < n) and update the components.
-
-    Returns KERNEL_OK, KERNEL_NO_MEMORY (the edge is then not stored; the
-    components are as before it) or OVER_BUDGET (the edge is stored but the
-    components may miss its cycle: the caller recomputes them).
-    """
-    cdef node_t cu, cv, start
-    cdef int rf = 0, rb = 0
-    cdef int64_t fw = 0, bw = 0, spent
-    cdef Side* won
-    cdef Py_ssize_t k
-    if adj_append(&g.out, u, v) != 0:
-        return KERNEL_NO_MEMORY
-    if adj_append(&g.inn, v, u) != 0:
-        g.out.deg[u] -= 1
-        return KERNEL_NO_MEMORY
-    g.m += 1
-    cu = _find(g.c.parent, u)
-    cv = _find(g.c.parent, v)
-    if cu == cv:
-        return KERNEL_OK
-    g.searches += 1
-    g.epoch += 1
-    if g.epoch == 0:                        # wrapped: clear the marks once in 2^32 searches
-        memset(g.f.mark, 0, <size_t> g.n * sizeof(uint32_t))
-        memset(g.b.mark, 0, <size_t> g.n * sizeof(uint32_t))
-        g.epoch = 1
-    if _side_start(&g.f, cv, cu, g.epoch) != 0 or _side_start(&g.b, cu, cv, g.epoch) != 0:
-        return OVER_BUDGET                  # (out of memory: let the recomputation decide)
-    while True:
-        if fw <= bw:
-            rf = _side_step(&g.f, g.c.parent, g.c.ring, g.epoch)
-            if rf != 0:
-                break
-            fw += 1
+        # end of the chunk: unlink it if it is empty, then go on
+        l = &s.lists[s.comp]
+        nxt = k.next
+        if k.count == 0:
+            if s.prev < 0:
+                l.head = nxt
+            else:
+                g.pool.c[s.prev].next = nxt
+            if l.tail == s.chunk:
+                l.tail = s.prev
+            pool_give(&g.pool, s.chunk)
         else:
-            rb = _side_step(&g.b, g.c.parent, g.c.ring, g.epoch)
-            if rb != 0:
-                break
-            bw += 1
-        if fw + bw > budget_left[0]:
-            g.work += fw + bw
-            budget_left[0] = 0
-            return OVER_BUDGET
-    spent = fw + bw
-    g.work += spent
-    budget_left[0] -= spent
-    if fw <= bw:                            # F finished (or failed)
-        if rf < 0:
-            return OVER_BUDGET
-        won, start = &g.f, cu
-    else:
-        if rb < 0:
-            return OVER_BUDGET
-        won, start = &g.b, cv
-    if won.mark[start] != g.epoch:
-        return KERNEL_OK                    # no path back: no new cycle
-    if _collect(won, won.lidx[start], &g.w) != 0:
-        return OVER_BUDGET
-    budget_left[0] -= won.pairs.n // 2
-    g.merges += 1
-    for k in range(g.w.todo.n):
-        _union(&g.c, cu, won.queue.a[g.w.todo.a[k]])
-    return KERNEL_OK
+            s.prev = s.chunk
+        s.chunk, s.pos = nxt, 0
 
 
-cdef int _tarjan(node_t** nbrs, node_t* deg, Py_ssize_t n, node_t* comp_of, node_t* ring,
+cdef int _tarjan(node_t** nbrs, node_t* deg, Py_ssize_t n, node_t* comp_of,
                  int64_t* n_comps) noexcept nogil:
     """Tarjan's SCC algorithm with an explicit stack (no recursion).
 
-    ``comp_of[x]`` receives the root of x's component (the member the
-    algorithm meets first), ``ring`` a circular list of each component's
-    members.  O(n + m) time; 17 bytes per node of scratch.  Returns
-    KERNEL_OK or KERNEL_NO_MEMORY.
+    ``comp_of[x]`` receives the root of x's component (its member the
+    algorithm met first).  O(n + m) time; 21 bytes per node of scratch.
+    Returns KERNEL_OK or KERNEL_NO_MEMORY.
     """
-    cdef node_t* index = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
-    cdef node_t* low = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
-    cdef node_t* it = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
-    cdef node_t* stack = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
-    cdef node_t* calls = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
-    cdef uint8_t* on = <uint8_t*> PyMem_RawMalloc(<size_t> (n if n else 1))
+    cdef size_t cells = <size_t> (n if n else 1)
+    cdef node_t* index = <node_t*> PyMem_RawMalloc(cells * sizeof(node_t))
+    cdef node_t* low = <node_t*> PyMem_RawMalloc(cells * sizeof(node_t))
+    cdef node_t* it = <node_t*> PyMem_RawMalloc(cells * sizeof(node_t))
+    cdef node_t* stack = <node_t*> PyMem_RawMalloc(cells * sizeof(node_t))
+    cdef node_t* calls = <node_t*> PyMem_RawMalloc(cells * sizeof(node_t))
+    cdef uint8_t* on = <uint8_t*> PyMem_RawMalloc(cells)
     cdef Py_ssize_t s, sp = 0, cs = 0
-    cdef node_t counter = 0, v, w, x, first, prev, p
+    cdef node_t counter = 0, v, w, x, p
     cdef int code = KERNEL_OK
     if index == NULL or low == NULL or it == NULL or stack == NULL or calls == NULL or on == NULL:
         code = KERNEL_NO_MEMORY
@@ -376,21 +352,13 @@ cdef int _tarjan(node_t** nbrs, node_t* deg, Py_ssize_t n, node_t* comp_of, node
                     continue
                 cs -= 1
                 if low[v] == index[v]:      # v is the root of a component: pop it
-                    first = -1
-                    prev = -1
                     while True:
                         sp -= 1
                         x = stack[sp]
                         on[x] = 0
                         comp_of[x] = v
-                        if first < 0:
-                            first = x
-                        else:
-                            ring[prev] = x
-                        prev = x
                         if x == v:
                             break
-                    ring[prev] = first
                     n_comps[0] += 1
                 if cs:
                     p = calls[cs - 1]
@@ -405,102 +373,195 @@ cdef int _tarjan(node_t** nbrs, node_t* deg, Py_ssize_t n, node_t* comp_of, node
     return code
 
 
-cdef int _recompute(Whole* g) noexcept nogil:
-    """Components from scratch over the out-lists; the union-find is rebuilt."""
-    cdef Py_ssize_t x
-    cdef node_t r
-    cdef int64_t k
-    if _tarjan(g.out.nbrs, g.out.deg, g.n, g.c.parent, g.c.ring, &k) != KERNEL_OK:
-        return KERNEL_NO_MEMORY
-    g.recomputes += 1
-    g.c.count = k
-    for x in range(g.n):
-        g.c.size[x] = 0
-    for x in range(g.n):
-        g.c.size[g.c.parent[x]] += 1
-    memset(g.c.hist, 0, <size_t> (g.n + 1) * sizeof(int64_t))
-    g.c.largest = 0
-    for x in range(g.n):
-        if g.c.parent[x] == x:
-            g.c.hist[g.c.size[x]] += 1
-            if g.c.size[x] > g.c.largest:
-                g.c.largest = g.c.size[x]
-    return KERNEL_OK
+cdef int _tarjan_pairs(const node_t* pairs, Py_ssize_t n_pairs, Py_ssize_t L, node_t* comp_of) noexcept nogil:
+    """Tarjan on the local graph of ``n_pairs`` edges pairs[2e] -> pairs[2e+1] over L nodes."""
+    cdef node_t* head = <node_t*> PyMem_RawMalloc(<size_t> (L + 1) * sizeof(node_t))
+    cdef node_t* order = <node_t*> PyMem_RawMalloc(<size_t> (n_pairs if n_pairs else 1) * sizeof(node_t))
+    cdef node_t** nbrs = <node_t**> PyMem_RawMalloc(<size_t> (L if L else 1) * sizeof(node_t*))
+    cdef node_t* deg = <node_t*> PyMem_RawMalloc(<size_t> (L if L else 1) * sizeof(node_t))
+    cdef Py_ssize_t e, k
+    cdef int64_t nc
+    cdef int code = KERNEL_NO_MEMORY
+    if head != NULL and order != NULL and nbrs != NULL and deg != NULL:
+        memset(head, 0, <size_t> (L + 1) * sizeof(node_t))
+        for e in range(n_pairs):
+            head[pairs[2 * e] + 1] += 1
+        for k in range(L):
+            head[k + 1] += head[k]
+        for k in range(L):
+            deg[k] = head[k + 1] - head[k]
+            nbrs[k] = order + head[k]
+        for e in range(n_pairs):
+            order[head[pairs[2 * e]]] = pairs[2 * e + 1]
+            head[pairs[2 * e]] += 1
+        code = _tarjan(nbrs, deg, L, comp_of, &nc)
+    PyMem_RawFree(head)
+    PyMem_RawFree(order)
+    PyMem_RawFree(nbrs)
+    PyMem_RawFree(deg)
+    return code
 
 
-cdef int _insert_batch(Whole* g, const node_t[::1] src, const node_t[::1] dst, int mode,
-                       int64_t budget, int64_t* stored) noexcept nogil:
-    """Insert a batch; mode 0 = auto (budget, then recompute), 1 = incremental
-    only, 2 = recompute once at the end."""
-    cdef Py_ssize_t e, k = src.shape[0]
+cdef int _search_and_merge(Whole* g, Side* f, Side* b) noexcept nogil:
+    """The batch's two-way search from F's and B's queues, then the merges."""
+    cdef int64_t fw = 0, bw = 0
+    cdef int r = 0
+    cdef Side* won
+    cdef Py_ssize_t L, x
+    cdef node_t* comp_of
     cdef int code
-    cdef bint fallback = mode == 2
-    cdef int64_t left = budget if mode == 0 else (<int64_t> 1) << 62
-    for e in range(k):
-        if src[e] == dst[e]:
-            continue
-        if fallback:
-            if adj_append(&g.out, src[e], dst[e]) != 0:
-                return KERNEL_NO_MEMORY
-            if adj_append(&g.inn, dst[e], src[e]) != 0:
-                g.out.deg[src[e]] -= 1
-                return KERNEL_NO_MEMORY
-            g.m += 1
-            stored[0] += 1
-            continue
-        code = _insert(g, src[e], dst[e], &left)
-        if code == KERNEL_NO_MEMORY:
-            return code
-        stored[0] += 1
-        if code == OVER_BUDGET:
-            fallback = True
-    if fallback:
-        return _recompute(g)
+    while True:
+        if fw <= bw:
+            r = _side_step(f, g)
+            if r != 0:
+                won = f
+                break
+            fw += 1
+        else:
+            r = _side_step(b, g)
+            if r != 0:
+                won = b
+                break
+            bw += 1
+    g.work += fw + bw
+    if r < 0:
+        return KERNEL_NO_MEMORY
+    L = won.queue.n
+    comp_of = <node_t*> PyMem_RawMalloc(<size_t> (L if L else 1) * sizeof(node_t))
+    if comp_of == NULL:
+        return KERNEL_NO_MEMORY
+    code = _tarjan_pairs(won.pairs.a, won.pairs.n // 2, L, comp_of)
+    if code == KERNEL_OK:
+        for x in range(L):
+            if comp_of[x] != x:             # merge x's component into its local root's
+                _union(g, won.queue.a[x], won.queue.a[comp_of[x]])
+    PyMem_RawFree(comp_of)
+    return code
+
+
+cdef int _recompute(Whole* g) noexcept nogil:
+    """Components of the whole node graph from scratch (Tarjan over a CSR of every edge)."""
+    cdef Py_ssize_t n = g.n, m = g.src.n, e, x
+    cdef node_t* cnt = <node_t*> PyMem_RawMalloc(<size_t> (n + 1) * sizeof(node_t))
+    cdef node_t* order = <node_t*> PyMem_RawMalloc(<size_t> (m if m else 1) * sizeof(node_t))
+    cdef node_t** nbrs = <node_t**> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t*))
+    cdef node_t* deg = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
+    cdef int64_t k = 0
+    cdef int code = KERNEL_NO_MEMORY
+    if cnt != NULL and order != NULL and nbrs != NULL and deg != NULL:
+        memset(cnt, 0, <size_t> (n + 1) * sizeof(node_t))
+        for e in range(m):
+            cnt[g.src.a[e] + 1] += 1
+        for x in range(n):
+            cnt[x + 1] += cnt[x]
+        for x in range(n):
+            deg[x] = cnt[x + 1] - cnt[x]
+            nbrs[x] = order + cnt[x]
+        for e in range(m):
+            order[cnt[g.src.a[e]]] = g.dst.a[e]
+            cnt[g.src.a[e]] += 1
+        code = _tarjan(nbrs, deg, n, g.parent, &k)
+    PyMem_RawFree(cnt)
+    PyMem_RawFree(order)
+    PyMem_RawFree(nbrs)
+    PyMem_RawFree(deg)
+    if code != KERNEL_OK:
+        return code
+    g.recomputes += 1
+    g.count = k
+    memset(g.size, 0, <size_t> n * sizeof(node_t))
+    for x in range(n):
+        g.size[g.parent[x]] += 1
+    memset(g.hist, 0, <size_t> (n + 1) * sizeof(int64_t))
+    g.largest = 0
+    for x in range(n):
+        if g.parent[x] == x:
+            g.hist[g.size[x]] += 1
+            if g.size[x] > g.largest:
+                g.largest = g.size[x]
     return KERNEL_OK
+
+
+cdef int _insert_batch(Whole* g, Side* f, Side* b, const node_t[::1] src, const node_t[::1] dst,
+                       bint recompute, int64_t* stored) noexcept nogil:
+    """Store a batch and bring the components up to date."""
+    cdef Py_ssize_t e
+    cdef node_t u, v, cu, cv
+    g.epoch += 1
+    if g.epoch == 0:                        # wrapped: clear the marks once in 2^32 batches
+        memset(g.fmark, 0, <size_t> g.n * sizeof(uint32_t))
+        memset(g.bmark, 0, <size_t> g.n * sizeof(uint32_t))
+        g.epoch = 1
+    f.queue.n = f.pairs.n = b.queue.n = b.pairs.n = 0
+    f.head = b.head = 0
+    f.comp = b.comp = -1
+    for e in range(src.shape[0]):
+        u, v = src[e], dst[e]
+        if u == v:
+            continue
+        if buf_push(&g.src, u) != 0:
+            return KERNEL_NO_MEMORY
+        if buf_push(&g.dst, v) != 0:
+            g.src.n -= 1
+            return KERNEL_NO_MEMORY
+        stored[0] += 1
+        if recompute:
+            continue
+        cu = _find(g.parent, u)
+        cv = _find(g.parent, v)
+        if cu == cv:
+            continue                        # inside a component: never needed again
+        if list_append(&g.pool, &g.out[cu], v) != 0 or list_append(&g.pool, &g.inn[cv], u) != 0:
+            return KERNEL_NO_MEMORY
+        if _side_add(f, cv, g.epoch) != 0 or _side_add(b, cu, g.epoch) != 0:
+            return KERNEL_NO_MEMORY
+    if recompute:
+        return _recompute(g)
+    if f.queue.n == 0:
+        return KERNEL_OK
+    g.searches += 1
+    return _search_and_merge(g, f, b)
 
 
 cdef class WholeSCC:
-    """Strongly connected components of a growing digraph of any size, exact.
+    """Strongly connected components of a growing digraph of any size, exact after every batch.
 
     Parameters
     ----------
     n : int, optional
         Nodes to start with (ids ``0 .. n-1``), each its own component.
-    mode : {"auto", "incremental", "recompute"}, optional
-        How a batch updates the components: ``"auto"`` (default) searches
-        per edge (module notes) within a work budget of ``budget * (n + m)``
-        per batch and recomputes (Tarjan, O(n + m)) if the budget runs out;
-        ``"incremental"`` never recomputes; ``"recompute"`` appends the
-        batch and recomputes once.  The components are the same in every
-        mode.
-    budget : float, optional
-        Work budget of a batch in ``"auto"`` mode, as a multiple of n + m
-        (default 1.0).
+    mode : {"search", "recompute"}, optional
+        ``"search"`` (default): one two-way search per batch over the
+        condensation (module notes); ``"recompute"``: Tarjan on the whole
+        graph after every batch, O(n + m) each (a baseline).  Both give the
+        same components.
 
     Attributes
     ----------
     n, m : int
-        Nodes; edges stored (self-loops are dropped; repeated edges are
+        Nodes; edges stored (self-loops are dropped; a repeated edge is
         stored again, harmlessly: :class:`GraphStats` passes only new ones).
     count : int
         Number of strongly connected components (singletons included).  O(1).
     largest : int
         Nodes in the largest component (0 when n = 0).  O(1).
-    searches, merges, work, recomputes : int
-        Insertions that needed a search (ends in different components);
-        those that merged components; list entries read by the searches;
-        recomputations.
+    searches, work, dropped, merges, recomputes : int
+        Batches that needed a search; list entries read by the searches;
+        entries dropped as internal; components merged away; recomputations.
 
     Notes
     -----
-    Memory: 4 bytes per edge in each direction (lists double when full:
-    about 11 bytes per edge in all) and about 68 bytes per node; a
-    recomputation allocates 21 bytes per node for the time it runs.
+    Memory: 8 bytes per edge (the edges in order), about 5-10 bytes per
+    edge between two components in each of the two lists (64-byte chunks
+    of 14 entries), and 52 bytes per node; a batch's search records 8
+    bytes per entry it reads, and Tarjan takes 25 bytes per component it
+    looks at while it runs.  ``mode="recompute"`` allocates 21 bytes per
+    node and 4 per edge while it recomputes.
 
-    Time per batch: at most about ``budget * (n + m)`` list entries read,
-    plus O(n + m) for a recomputation.  Per insertion: O(alpha(n)) when
-    both ends are already in one component, else about twice the work of
-    the smaller of the two searches.
+    Time per batch: O(alpha(n)) per edge inside a component; otherwise
+    about twice the smaller of the two searches, at most O(C + E) for C
+    components and E list entries (module notes); O(n + m) with
+    ``mode="recompute"``.
 
     Not thread-safe: use one instance from one thread at a time.
 
@@ -517,48 +578,37 @@ cdef class WholeSCC:
     """
 
     cdef Whole _g
-    cdef int _mode
-    cdef double _budget
-    cdef node_t[::1] _parent
-    cdef node_t[::1] _size
-    cdef node_t[::1] _ring
-    cdef int64_t[::1] _hist
-    cdef uint32_t[::1] _fmark
-    cdef uint32_t[::1] _bmark
-    cdef node_t[::1] _flidx
-    cdef node_t[::1] _blidx
+    cdef Side _f
+    cdef Side _b
+    cdef bint _recompute_mode
+    cdef bint _broken
     cdef Py_ssize_t _cap
+    cdef object _arrays             # the NumPy arrays behind the per-node pointers
 
     def __cinit__(self):
         memset(&self._g, 0, sizeof(Whole))
-        adj_init(&self._g.out)
-        adj_init(&self._g.inn)
+        memset(&self._f, 0, sizeof(Side))
+        memset(&self._b, 0, sizeof(Side))
+        self._g.pool.free = -1
 
-    def __init__(self, n=0, *, mode="auto", budget=1.0):
-        modes = {"auto": 0, "incremental": 1, "recompute": 2}
-        if mode not in modes:
-            raise ValueError(f"mode must be one of {', '.join(modes)}, got {mode!r}")
-        budget = float(budget)
-        if not budget > 0:
-            raise ValueError(f"budget must be > 0, got {budget!r}")
-        self._mode, self._budget = modes[mode], budget
-        self._g.f.adj = &self._g.out
-        self._g.b.adj = &self._g.inn
+    def __init__(self, n=0, *, mode="search"):
+        if mode not in ("search", "recompute"):
+            raise ValueError(f"mode must be 'search' or 'recompute', got {mode!r}")
+        self._recompute_mode = mode == "recompute"
+        self._broken = False
         self._cap = 0
+        self._arrays = None
         self._resize(1)
         self.add_nodes(n)
 
     def __dealloc__(self):
-        adj_free(&self._g.out)
-        adj_free(&self._g.inn)
-        buf_free(&self._g.f.queue)
-        buf_free(&self._g.f.pairs)
-        buf_free(&self._g.b.queue)
-        buf_free(&self._g.b.pairs)
-        buf_free(&self._g.w.head)
-        buf_free(&self._g.w.order)
-        buf_free(&self._g.w.seen)
-        buf_free(&self._g.w.todo)
+        PyMem_RawFree(self._g.pool.c)
+        buf_free(&self._g.src)
+        buf_free(&self._g.dst)
+        buf_free(&self._f.queue)
+        buf_free(&self._f.pairs)
+        buf_free(&self._b.queue)
+        buf_free(&self._b.pairs)
 
     cdef _resize(self, Py_ssize_t need):
         """Per-node arrays of at least ``need`` entries (GIL held)."""
@@ -566,23 +616,35 @@ cdef class WholeSCC:
         if need <= self._cap:
             return
         cap = max(need, 2 * self._cap, 16)
-        self._parent = _grown(self._parent if self._cap else None, n, cap, np.int32)
-        self._size = _grown(self._size if self._cap else None, n, cap, np.int32)
-        self._ring = _grown(self._ring if self._cap else None, n, cap, np.int32)
-        self._hist = _grown(self._hist if self._cap else None, n + 1, cap + 1, np.int64)
-        self._fmark = _grown(self._fmark if self._cap else None, n, cap, np.uint32)
-        self._bmark = _grown(self._bmark if self._cap else None, n, cap, np.uint32)
-        self._flidx = _grown(self._flidx if self._cap else None, n, cap, np.int32)
-        self._blidx = _grown(self._blidx if self._cap else None, n, cap, np.int32)
+        old = self._arrays
+        new = {
+            "parent": np.zeros(cap, np.int32), "size": np.zeros(cap, np.int32),
+            "hist": np.zeros(cap + 1, np.int64),
+            "out": np.full(2 * cap, -1, np.int32), "inn": np.full(2 * cap, -1, np.int32),   # List structs
+            "fmark": np.zeros(cap, np.uint32), "bmark": np.zeros(cap, np.uint32),
+            "flidx": np.zeros(cap, np.int32), "blidx": np.zeros(cap, np.int32)}
+        if old is not None:
+            for k, a in new.items():
+                keep = {"hist": n + 1, "out": 2 * n, "inn": 2 * n}.get(k, n)
+                a[:keep] = old[k][:keep]
+        self._arrays = new
         self._cap = cap
-        self._g.c.parent = &self._parent[0]
-        self._g.c.size = &self._size[0]
-        self._g.c.ring = &self._ring[0]
-        self._g.c.hist = &self._hist[0]
-        self._g.f.mark = &self._fmark[0]
-        self._g.b.mark = &self._bmark[0]
-        self._g.f.lidx = &self._flidx[0]
-        self._g.b.lidx = &self._blidx[0]
+        cdef node_t[::1] parent = new["parent"]
+        cdef node_t[::1] size = new["size"]
+        cdef int64_t[::1] hist = new["hist"]
+        cdef int32_t[::1] outl = new["out"]
+        cdef int32_t[::1] innl = new["inn"]
+        cdef uint32_t[::1] fmark = new["fmark"]
+        cdef uint32_t[::1] bmark = new["bmark"]
+        cdef node_t[::1] flidx = new["flidx"]
+        cdef node_t[::1] blidx = new["blidx"]
+        self._g.parent, self._g.size, self._g.hist = &parent[0], &size[0], &hist[0]
+        self._g.out = <List*> &outl[0]
+        self._g.inn = <List*> &innl[0]
+        self._g.fmark, self._g.bmark = &fmark[0], &bmark[0]
+        self._g.flidx, self._g.blidx = &flidx[0], &blidx[0]
+        self._f.lists, self._f.mark, self._f.lidx = self._g.out, self._g.fmark, self._g.flidx
+        self._b.lists, self._b.mark, self._b.lidx = self._g.inn, self._g.bmark, self._g.blidx
 
     def add_nodes(self, k):
         """Add ``k`` nodes with the next ids, each a component of its own.
@@ -591,8 +653,6 @@ cdef class WholeSCC:
         ------
         ValueError
             ``k`` negative.
-        MemoryError
-            Allocation failed (the instance is unchanged).
 
         Notes
         -----
@@ -603,26 +663,20 @@ cdef class WholeSCC:
         if k == 0:
             return
         self._resize(n + k)
-        if adj_add_nodes(&self._g.out, k) != 0:
-            raise MemoryError(f"WholeSCC: cannot add {k} nodes")
-        if adj_add_nodes(&self._g.inn, k) != 0:
-            self._g.out.n -= k
-            raise MemoryError(f"WholeSCC: cannot add {k} nodes")
         for x in range(n, n + k):
-            self._parent[x] = <node_t> x
-            self._size[x] = 1
-            self._ring[x] = <node_t> x
-        self._hist[1] += k
-        self._g.c.count += k
-        if self._g.c.largest < 1:
-            self._g.c.largest = 1
+            self._g.parent[x] = <node_t> x
+            self._g.size[x] = 1
+        self._g.hist[1] += k
+        self._g.count += k
+        if self._g.largest < 1:
+            self._g.largest = 1
         self._g.n = n + k
 
     def add_edges(self, src, dst):
         """Insert a batch of edges ``src[e] -> dst[e]`` and update the components.
 
         The batch is validated first (nothing changes if it is rejected);
-        the insertions run without the GIL.
+        the work runs without the GIL.
 
         Returns
         -------
@@ -634,34 +688,25 @@ cdef class WholeSCC:
         ValueError
             Bad shapes, dtypes or ids; the message names the offending edge.
         MemoryError
-            A list could not grow.  The edges before the failing one are in
-            the graph; the components are recomputed so that they are exact
-            for those edges.
+            A list could not grow; the instance is then unusable (further
+            batches raise too).
         """
         s, d = as_edge_arrays(src, dst, self._g.n)
         cdef const node_t[::1] sv = s
         cdef const node_t[::1] dv = d
         cdef int64_t stored = 0
-        cdef int64_t budget = <int64_t> (self._budget * (self._g.n + self._g.m + sv.shape[0]))
         cdef int code
         if sv.shape[0] == 0:
             return 0
+        if self._broken:
+            raise MemoryError("WholeSCC ran out of memory before and is unusable")
         with nogil:
-            code = _insert_batch(&self._g, sv, dv, self._mode, budget, &stored)
-            if code == KERNEL_NO_MEMORY:
-                _recompute(&self._g)
+            code = _insert_batch(&self._g, &self._f, &self._b, sv, dv, self._recompute_mode, &stored)
         if code == KERNEL_NO_MEMORY:
+            self._broken = True
             raise MemoryError(f"WholeSCC: out of memory after {stored} edges of the batch "
-                              f"(n = {self._g.n}, m = {self._g.m})")
+                              f"(n = {self._g.n}, m = {self._g.src.n}); the instance is unusable")
         return stored
-
-    def recompute(self):
-        """Recompute the components from scratch (Tarjan, O(n + m))."""
-        cdef int code
-        with nogil:
-            code = _recompute(&self._g)
-        if code != KERNEL_OK:
-            raise MemoryError("WholeSCC: no memory for the recomputation's scratch")
 
     @property
     def n(self):
@@ -669,27 +714,31 @@ cdef class WholeSCC:
 
     @property
     def m(self):
-        return self._g.m
+        return self._g.src.n
 
     @property
     def count(self):
-        return self._g.c.count
+        return self._g.count
 
     @property
     def largest(self):
-        return self._g.c.largest
+        return self._g.largest
 
     @property
     def searches(self):
         return self._g.searches
 
     @property
-    def merges(self):
-        return self._g.merges
-
-    @property
     def work(self):
         return self._g.work
+
+    @property
+    def dropped(self):
+        return self._g.dropped
+
+    @property
+    def merges(self):
+        return self._g.merges
 
     @property
     def recomputes(self):
@@ -697,16 +746,14 @@ cdef class WholeSCC:
 
     @property
     def mode(self):
-        return ("auto", "incremental", "recompute")[self._mode]
+        return "recompute" if self._recompute_mode else "search"
 
     @property
     def nbytes(self):
-        """Bytes held: adjacency lists, per-node arrays and search buffers."""
-        cdef Py_ssize_t bufs = (self._g.f.queue.cap + self._g.f.pairs.cap + self._g.b.queue.cap
-                                + self._g.b.pairs.cap + self._g.w.head.cap + self._g.w.order.cap
-                                + self._g.w.seen.cap + self._g.w.todo.cap) * sizeof(node_t)
-        # parent, size, ring, two marks, two local indices: 4 bytes each; hist: 8
-        return adj_nbytes(&self._g.out) + adj_nbytes(&self._g.inn) + bufs + self._cap * 36 + 8
+        """Bytes held: edges, list chunks, per-node arrays and search buffers."""
+        cdef Py_ssize_t bufs = (self._g.src.cap + self._g.dst.cap + self._f.queue.cap + self._f.pairs.cap
+                                + self._b.queue.cap + self._b.pairs.cap) * sizeof(node_t)
+        return bufs + self._g.pool.cap * sizeof(Chunk) + sum(a.nbytes for a in self._arrays.values())
 
     def size_counts(self):
         """The component-size distribution: rows ``(size, components of that size)``.
@@ -716,7 +763,7 @@ cdef class WholeSCC:
         ndarray of int64, shape (k, 2)
             Sizes in increasing order; O(n) to read.
         """
-        h = np.asarray(self._hist[:self._g.n + 1])
+        h = self._arrays["hist"][:self._g.n + 1]
         sizes = np.flatnonzero(h)
         return np.stack([sizes.astype(np.int64), h[sizes]], axis=1) if sizes.size else np.zeros((0, 2), np.int64)
 
@@ -729,7 +776,7 @@ cdef class WholeSCC:
         cdef node_t[::1] first = np.full(max(n, 1), -1, dtype=np.int32)
         cdef node_t nxt = 0, r
         for x in range(n):
-            r = _find(self._g.c.parent, <node_t> x)
+            r = _find(self._g.parent, <node_t> x)
             if first[r] < 0:
                 first[r] = nxt
                 nxt += 1
@@ -741,28 +788,26 @@ cdef class WholeSCC:
 
         Within a node, targets are in insertion order.  O(n + m).
         """
-        cdef Py_ssize_t n = self._g.n, x, j, e = 0
+        cdef Py_ssize_t n = self._g.n, m = self._g.src.n, e
         indptr = np.zeros(n + 1, dtype=np.int64)
-        indices = np.empty(self._g.m, dtype=np.int32)
+        indices = np.empty(m, dtype=np.int32)
         cdef int64_t[::1] ip = indptr
         cdef node_t[::1] ix = indices
         with nogil:
-            for x in range(n):
-                for j in range(self._g.out.deg[x]):
-                    ix[e] = self._g.out.nbrs[x][j]
-                    e += 1
-                ip[x + 1] = e
+            for e in range(m):
+                ip[self._g.src.a[e] + 1] += 1
+            for e in range(n):
+                ip[e + 1] += ip[e]
+            for e in range(m):
+                ix[ip[self._g.src.a[e]]] = self._g.dst.a[e]
+                ip[self._g.src.a[e]] += 1
+            for e in range(n, 0, -1):
+                ip[e] = ip[e - 1]
+            ip[0] = 0
         return indptr, indices
 
     def __repr__(self):
         return f"WholeSCC(n={self.n}, m={self.m}, count={self.count}, largest={self.largest}, mode={self.mode!r})"
-
-
-def _grown(a, Py_ssize_t keep, Py_ssize_t size, dtype):
-    out = np.zeros(size, dtype=dtype)
-    if a is not None and keep:
-        out[:keep] = np.asarray(a)[:keep]
-    return out
 
 
 def scc_of_csr(indptr, indices):
@@ -799,40 +844,34 @@ def scc_of_csr(indptr, indices):
     if ix.ndim != 1 or (ix.size and ix.dtype.kind not in "iu"):
         raise ValueError(f"indices: expected a 1-D integer array, got shape {ix.shape}, dtype {ix.dtype}")
     n = ip.shape[0] - 1
-    if int(ip[0]) != 0 or int(ip[ip.shape[0] - 1]) != ix.shape[0]:
-        raise ValueError(f"indptr must run from 0 to len(indices) = {ix.shape[0]}, got {int(ip[0])} .. {int(ip[ip.shape[0] - 1])}")
+    if int(ip[0]) != 0 or int(ip[n]) != ix.shape[0]:
+        raise ValueError(f"indptr must run from 0 to len(indices) = {ix.shape[0]}, got {int(ip[0])} .. {int(ip[n])}")
     step = np.diff(ip)
     if (step < 0).any():
         raise ValueError(f"indptr decreases at row {int(np.argmax(step < 0))}")
     if n >= 2 ** 31 - 1:
         raise ValueError(f"too many nodes for int32 ids: {n}")
-    src_like = np.zeros(ix.shape[0], dtype=np.int32)
-    as_edge_arrays(src_like, ix, max(n, 0))         # the range check of the targets
+    as_edge_arrays(np.zeros(ix.shape[0], dtype=np.int32), ix, max(n, 0))     # the targets' range check
     ip64 = np.ascontiguousarray(ip, dtype=np.int64)
-    ix32 = np.ascontiguousarray(ix, dtype=np.int32)
+    ix32 = np.ascontiguousarray(ix, dtype=np.int32) if ix.size else np.zeros(1, np.int32)
     cdef int64_t[::1] p = ip64
     cdef node_t[::1] t = ix32
     cdef Py_ssize_t x, nn = n
     cdef int64_t k = 0
     cdef int code
-    nbrs_arr = np.zeros(max(n, 1), dtype=np.uintp)
-    deg_arr = np.ascontiguousarray(step, dtype=np.int32) if n else np.zeros(1, np.int32)
-    if n and ix32.shape[0] and int(step.max()) >= 2 ** 31:
-        raise ValueError("a node has 2^31 or more out-edges")
-    comp = np.empty(max(n, 1), dtype=np.int32)
-    ring = np.empty(max(n, 1), dtype=np.int32)
+    nbrs_arr = np.zeros(max(nn, 1), dtype=np.uintp)
+    deg_arr = np.ascontiguousarray(step, dtype=np.int32) if nn else np.zeros(1, np.int32)
+    comp = np.empty(max(nn, 1), dtype=np.int32)
     cdef size_t[::1] nb = nbrs_arr
     cdef node_t[::1] dg = deg_arr
     cdef node_t[::1] cv = comp
-    cdef node_t[::1] rv = ring
-    cdef node_t* base = &t[0] if t.shape[0] else NULL
-    for x in range(n):
-        nb[x] = <size_t> (base + p[x]) if base != NULL else 0
+    for x in range(nn):
+        nb[x] = <size_t> (&t[0] + p[x])
     with nogil:
-        code = _tarjan(<node_t**> &nb[0], &dg[0], nn, &cv[0], &rv[0], &k)
+        code = _tarjan(<node_t**> &nb[0], &dg[0], nn, &cv[0], &k)
     if code != KERNEL_OK:
         raise MemoryError("scc_of_csr: no memory for the scratch arrays")
-    _, first, inverse = np.unique(comp[:n], return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(comp[:nn], return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int32)
     rank[np.argsort(first)] = np.arange(first.size, dtype=np.int32)   # by smallest member
     return int(k), rank[inverse].astype(np.int32)

@@ -126,7 +126,7 @@ class GraphStats:
     distance_seed : int, optional
         Seed of HyperBall's node hash.
     scc_mode : str, optional
-        :class:`WholeSCC`'s ``mode`` (default ``"auto"``).
+        :class:`WholeSCC`'s ``mode`` (default ``"search"``).
 
     Notes
     -----
@@ -184,7 +184,7 @@ class GraphStats:
 
     def __init__(self, max_nodes: int | None = 20000, *, enable_apsd: bool = True,
                  enable_scc: bool = True, apsd_dtype=np.uint8, enable_whole: bool = True,
-                 distance_error: float = 0.1, distance_seed: int = 0, scc_mode: str = "auto"):
+                 distance_error: float = 0.1, distance_seed: int = 0, scc_mode: str = "search"):
         self._cap = None if max_nodes is None else as_count(max_nodes, "max_nodes")
         self._lock = threading.Lock()
         self._deg = Degrees()
@@ -410,7 +410,7 @@ class GraphStats:
             return None
         out = {"scope": "whole graph", "nodes": w.n, "edges": w.m,
                "scc_count": w.count, "largest_scc": w.largest,
-               "scc_sizes": w.size_counts().tolist(), "scc_recomputes": w.recomputes,
+               "scc_sizes": w.size_counts().tolist(),
                "reachable_pairs": None, "avg_distance": None, "effective_diameter": None,
                "neighbourhood_function": None, "hyperball": None}
         if self._dist is not None:
@@ -441,7 +441,7 @@ class GraphStats:
         dict
             ``whole``: the whole graph -- ``scope``, ``nodes``, ``edges``,
             ``scc_count``, ``largest_scc``, ``scc_sizes`` (rows ``[size,
-            components]``) and ``scc_recomputes``, all exact; and the
+            components]``), all exact; and the
             estimates ``reachable_pairs``, ``avg_distance``,
             ``effective_diameter`` (each ``{"estimate", "se", "rse"}``),
             ``neighbourhood_function`` (``{"estimate": [...], "rse": [...]}``)
