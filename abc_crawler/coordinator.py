@@ -83,19 +83,24 @@ _NO_BATCH = object()
 class KernelWorker:
     """Feeds node and edge batches to the statistics kernels in a worker thread.
 
-    The thread applies every batch as it arrives (degrees and the exact SCCs
-    of the whole graph and of the first ``max_nodes`` pages are current after
-    each superstep's batch).  When no batch is waiting it advances the
-    whole-graph distance estimates (HyperBall) one pass at a time on a
-    snapshot of the graph; a new run starts when the graph has changed and
-    the last run's CPU time, divided by ``duty``, has passed since it ended
-    (``duty`` = 0.5: HyperBall takes at most about half of the thread's
-    time).  :meth:`close` applies what is left and brings the estimates up
-    to the final graph; how long that took is ``lag_s``.
+    The thread's work, most urgent first:
 
-    A failure in the thread is kept in ``error`` (the thread stops) and
-    raised by :meth:`close`; :meth:`summary` keeps returning the last good
-    figures.
+    1. every waiting batch, for the whole-graph figures (degrees and exact
+       SCCs: a few milliseconds per superstep even at a million pages), so
+       they are current after each superstep;
+    2. the first-N kernels' share of the batches (SPAWC's O(n^2) APSD and
+       SCC over the first ``max_nodes`` pages), a few thousand edges at a
+       time (``GraphStats(defer_first_n=True)``);
+    3. the whole-graph distance estimates (HyperBall), one pass at a time
+       on a snapshot of the graph; a new run starts when the graph has
+       changed and the last run's CPU time, divided by ``duty``, has passed
+       since it ended (``duty`` = 0.5: HyperBall takes at most about half
+       of the thread's time).
+
+    :meth:`close` finishes all three on the final graph; how long it took,
+    in all and per part, is ``lag_s`` / ``lag_parts``.  A failure in the
+    thread is kept in ``error`` (the thread stops) and raised by
+    :meth:`close`; :meth:`summary` keeps returning the last good figures.
     """
 
     def __init__(self, max_nodes: int, nice: int = 10, *, distance_error: float = 0.1,
@@ -107,13 +112,15 @@ class KernelWorker:
         self.nice = nice
         self.duty = duty
         self.tick = tick
-        self.stats = GraphStats(max_nodes=max_nodes, distance_error=distance_error)
+        self.stats = GraphStats(max_nodes=max_nodes, distance_error=distance_error, defer_first_n=True)
         self._q: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._summary: dict = self.stats.summary()
         self.error: BaseException | None = None
         self.lag_s: float | None = None          # seconds close() waited for the thread
-        self.max_delay_s = 0.0                   # longest wait of a batch in the queue
+        self.lag_parts: dict[str, float] = {}    # ... for the batches, the first-N kernels, HyperBall
+        self.max_delay_s = 0.0                   # longest wait of a batch for the whole-graph figures
+        self.cpu_s = 0.0                         # the thread's CPU time
         self._next_run = 0.0                     # monotonic time before which no HyperBall run starts
         self._thread = threading.Thread(target=self._run, name="abc-kernels", daemon=True)
         self._thread.start()
@@ -121,6 +128,14 @@ class KernelWorker:
     def _distances_due(self) -> bool:
         st = self.stats
         return st.distances_running or (st.distances_stale and time.monotonic() >= self._next_run)
+
+    def _apply(self, item) -> None:
+        t_put, n_new, src, dst = item
+        if n_new:
+            self.stats.add_nodes(n_new)
+        if len(src):
+            self.stats.add_edges(src, dst)
+        self.max_delay_s = max(self.max_delay_s, time.monotonic() - t_put)
 
     def _run(self) -> None:
         # The kernels are CPU-bound; at a lower priority they take what the crawl leaves
@@ -131,35 +146,58 @@ class KernelWorker:
             pass
         try:
             while True:
+                busy = self.stats.first_n_pending or self._distances_due()
                 try:
-                    if self._distances_due():
-                        item = self._q.get_nowait()
-                    else:
-                        item = self._q.get(timeout=self.tick)
+                    item = self._q.get_nowait() if busy else self._q.get(timeout=self.tick)
                 except queue.Empty:
                     item = _NO_BATCH
                 if item is None:
                     break
-                if item is _NO_BATCH:
-                    if not self._distances_due():
-                        continue
+                if item is not _NO_BATCH:
+                    self._apply(item)
+                elif self.stats.first_n_pending:
+                    self.stats.advance_first_n()
+                elif self._distances_due():
                     running = self.stats.distances_running
                     self.stats.advance_distances()
                     if running and not self.stats.distances_running:        # a run ended
                         pause = self.stats.last_distance_seconds * (1 / self.duty - 1)
                         self._next_run = time.monotonic() + pause
                 else:
-                    t_put, n_new, src, dst = item
-                    if n_new:
-                        self.stats.add_nodes(n_new)
-                    if len(src):
-                        self.stats.add_edges(src, dst)
-                    self.max_delay_s = max(self.max_delay_s, time.monotonic() - t_put)
+                    continue
                 self._publish()
-            self.stats.finish_distances()
-            self._publish()
+            self._finish()
         except BaseException as exc:  # surfaced by close(); the lead's crash report reads .error
             self.error = exc
+        finally:
+            self.cpu_s = time.thread_time()
+
+    def _finish(self) -> None:
+        """After the last batch: everything on the final graph, timed per part.
+
+        The crawl is over, so the thread gives up its low priority (where the
+        system allows it: raising a thread's priority may need privileges)."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 0)
+        except (AttributeError, OSError):
+            pass
+        t = time.monotonic()
+        while True:                               # batches put before close()'s None were taken;
+            try:                                  # none can follow it
+                item = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                self._apply(item)
+        t1 = time.monotonic()
+        while self.stats.advance_first_n(1 << 16):
+            pass
+        t2 = time.monotonic()
+        self.stats.finish_distances()
+        t3 = time.monotonic()
+        self.lag_parts = {"batches_s": round(t1 - t, 3), "first_n_s": round(t2 - t1, 3),
+                          "hyperball_s": round(t3 - t2, 3)}
+        self._publish()
 
     def _publish(self) -> None:
         s = self.stats.summary()
@@ -170,14 +208,15 @@ class KernelWorker:
         self._q.put((time.monotonic(), n_new, src, dst))
 
     def summary(self) -> dict:
-        """The figures after the last batch or pass the thread finished (a shallow copy)."""
+        """The figures after the last step the thread finished (a shallow copy)."""
         with self._lock:
             return dict(self._summary)
 
     def close(self) -> dict:
-        """Apply the waiting batches, finish the distance estimates on the final
-        graph, stop the thread; return the final summary (with ``kernel_lag_s``,
-        the seconds this took, and ``kernel_max_delay_s``)."""
+        """Apply the waiting batches, finish the first-N kernels and the distance
+        estimates on the final graph, stop the thread; return the final summary, with
+        ``kernel_lag_s`` (the seconds this took), ``kernel_lag_parts``,
+        ``kernel_max_delay_s`` and ``kernel_cpu_s``."""
         t = time.monotonic()
         self._q.put(None)
         self._thread.join()
@@ -186,7 +225,9 @@ class KernelWorker:
             raise self.error
         s = self.stats.summary()
         s["kernel_lag_s"] = round(self.lag_s, 3)
+        s["kernel_lag_parts"] = dict(self.lag_parts)
         s["kernel_max_delay_s"] = round(self.max_delay_s, 3)
+        s["kernel_cpu_s"] = round(self.cpu_s, 3)
         return s
 
 

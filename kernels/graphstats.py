@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 
 import numpy as np
 
@@ -91,7 +92,7 @@ def graph_json(summary: dict) -> dict:
     for k in ("in_degree_hist", "out_degree_hist"):
         if summary.get(k) is not None:
             out[k] = log_binned(summary[k])
-    for k in ("kernel_lag_s", "kernel_max_delay_s"):
+    for k in ("kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s"):
         if k in summary:
             out[k] = summary[k]
     return out
@@ -127,6 +128,12 @@ class GraphStats:
         Seed of HyperBall's node hash.
     scc_mode : str, optional
         :class:`WholeSCC`'s ``mode`` (default ``"search"``).
+    defer_first_n : bool, optional
+        Queue the first-N kernels' work instead of doing it in
+        :meth:`add_nodes` / :meth:`add_edges`; :meth:`advance_first_n` does
+        it a piece at a time.  The kernel thread uses this so that the
+        whole-graph figures (cheap) stay current while SPAWC's O(n^2)
+        kernels catch up (default False).
 
     Notes
     -----
@@ -184,7 +191,8 @@ class GraphStats:
 
     def __init__(self, max_nodes: int | None = 20000, *, enable_apsd: bool = True,
                  enable_scc: bool = True, apsd_dtype=np.uint8, enable_whole: bool = True,
-                 distance_error: float = 0.1, distance_seed: int = 0, scc_mode: str = "search"):
+                 distance_error: float = 0.1, distance_seed: int = 0, scc_mode: str = "search",
+                 defer_first_n: bool = False):
         self._cap = None if max_nodes is None else as_count(max_nodes, "max_nodes")
         self._lock = threading.Lock()
         self._deg = Degrees()
@@ -199,6 +207,10 @@ class GraphStats:
         self._hb_seconds = 0.0                       # thread CPU seconds of its passes so far
         self._dist: dict | None = None               # the last finished run
         self._dist_runs = 0
+        self._defer = bool(defer_first_n)
+        self._pending: deque = deque()               # first-N work: (k nodes, None) or (src, dst)
+        self._pending_edges = 0
+        self._first_n = 0                            # nodes the first-N kernels hold
 
     # ----------------------------------------------------------------- updates
     def add_nodes(self, k: int) -> range:
@@ -213,19 +225,11 @@ class GraphStats:
         with self._lock:
             first = self._deg.n
             in_cap = k if self._cap is None else max(0, min(k, self._cap - first))
-            if in_cap and self._scc is not None:
-                try:
-                    self._scc.add_nodes(in_cap)
-                except MemoryError:
-                    # Statistics must not take the crawl down with them.
-                    log.warning("SCC statistics stopped: out of memory at %d nodes", first + in_cap)
-                    self._scc = None
-            if in_cap and self._apsd_active:
-                try:
-                    self._apsd.add_nodes(in_cap)
-                except MemoryError:
-                    log.warning("distance statistics stopped: out of memory at %d nodes", first + in_cap)
-                    self._apsd = None
+            if in_cap:
+                if self._defer:
+                    self._pending.append((in_cap, None))
+                else:
+                    self._first_n_add_nodes(in_cap)
             if k and self._whole is not None:
                 try:
                     self._whole.add_nodes(k)
@@ -239,7 +243,8 @@ class GraphStats:
         """Add a batch of edges ``src[e] -> dst[e]`` (ids of nodes already added).
 
         The whole batch is validated before anything changes; then each
-        kernel processes it without the GIL.
+        kernel processes it without the GIL (the first-N kernels later,
+        with ``defer_first_n``).
 
         Parameters
         ----------
@@ -278,18 +283,72 @@ class GraphStats:
                     keep = keep & (s < self._cap) & (d < self._cap)
                 ks, kd = s[keep], d[keep]
                 if ks.shape[0]:
-                    if self._scc is not None:
-                        self._scc.add_edges(ks, kd)
-                    if self._apsd_active:
-                        try:
-                            self._apsd.add_edges(ks, kd)
-                        except DistanceOverflowError as exc:
-                            self._apsd_overflow = str(exc)
-                            log.warning("distance statistics stopped: %s", exc)
-                        except MemoryError as exc:      # its in-edge lists could not grow
-                            log.warning("distance statistics stopped: %s", exc)
-                            self._apsd = None
+                    if self._defer:
+                        self._pending.append((ks, kd))
+                        self._pending_edges += ks.shape[0]
+                    else:
+                        self._first_n_add_edges(ks, kd)
             return added
+
+    def _first_n_add_nodes(self, k: int) -> None:
+        if self._scc is not None:
+            try:
+                self._scc.add_nodes(k)
+            except MemoryError:
+                # Statistics must not take the crawl down with them.
+                log.warning("SCC statistics stopped: out of memory at %d nodes", self._first_n + k)
+                self._scc = None
+        if self._apsd_active:
+            try:
+                self._apsd.add_nodes(k)
+            except MemoryError:
+                log.warning("distance statistics stopped: out of memory at %d nodes", self._first_n + k)
+                self._apsd = None
+        self._first_n += k
+
+    def _first_n_add_edges(self, ks: np.ndarray, kd: np.ndarray) -> None:
+        if self._scc is not None:
+            self._scc.add_edges(ks, kd)
+        if self._apsd_active:
+            try:
+                self._apsd.add_edges(ks, kd)
+            except DistanceOverflowError as exc:
+                self._apsd_overflow = str(exc)
+                log.warning("distance statistics stopped: %s", exc)
+            except MemoryError as exc:      # its in-edge lists could not grow
+                log.warning("distance statistics stopped: %s", exc)
+                self._apsd = None
+
+    @property
+    def first_n_pending(self) -> int:
+        """Edges waiting for the first-N kernels (``defer_first_n``)."""
+        return self._pending_edges
+
+    def advance_first_n(self, max_edges: int = 4096) -> bool:
+        """Feed the first-N kernels what waits for them, up to about ``max_edges`` edges.
+
+        Returns False when nothing was waiting.  (With ``defer_first_n``
+        False nothing ever waits.)
+        """
+        with self._lock:
+            if not self._pending:
+                return False
+            done = 0
+            while self._pending and done < max_edges:
+                a, b = self._pending[0]
+                if b is None:
+                    self._pending.popleft()
+                    self._first_n_add_nodes(a)
+                    continue
+                take = min(a.shape[0], max(1, max_edges - done))
+                if take == a.shape[0]:
+                    self._pending.popleft()
+                else:
+                    self._pending[0] = (a[take:], b[take:])
+                self._first_n_add_edges(a[:take], b[:take])
+                self._pending_edges -= take
+                done += take
+            return True
 
     def _drop_whole(self) -> None:
         self._whole = None
@@ -395,9 +454,8 @@ class GraphStats:
 
     @property
     def stats_nodes(self) -> int:
-        """Nodes covered by the first-N SCC and distance statistics."""
-        n = self._deg.n
-        return n if self._cap is None else min(n, self._cap)
+        """Nodes covered by the first-N SCC and distance statistics (so far, with ``defer_first_n``)."""
+        return self._first_n
 
     @property
     def capped(self) -> bool:
@@ -423,7 +481,7 @@ class GraphStats:
                "n": k, "max_pages": self._cap, "capped": self.capped,
                "scc_count": None, "largest_scc": None, "diameter": None, "avg_distance": None,
                "effective_diameter": None, "reachable_pairs": None,
-               "apsd_overflow": self._apsd_overflow is not None}
+               "apsd_overflow": self._apsd_overflow is not None, "pending_edges": self._pending_edges}
         if self._scc is not None:
             out["scc_count"] = self._scc.count
             lab = self._scc.labels()

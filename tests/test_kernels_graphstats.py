@@ -52,7 +52,8 @@ def expected(n, src, dst, cap=None):
                         "largest_scc": int(np.bincount(scc.labels()).max()) if k else 0,
                         "diameter": diameter, "avg_distance": avg,
                         "effective_diameter": ex["effective_diameter"],
-                        "reachable_pairs": ex["reachable_pairs"], "apsd_overflow": False}}
+                        "reachable_pairs": ex["reachable_pairs"], "apsd_overflow": False,
+                        "pending_edges": 0}}
 
 
 def same(got, want):
@@ -195,3 +196,26 @@ def test_worker_thread_and_concurrent_summaries():
     assert all(e % 2000 == 0 or e == g.m for e in seen)
     s = gs.summary()
     assert (s["edges"], s["scc_count"], s["diameter"], s["avg_distance"]) == (g.m, 1, 1, 1.0)
+
+
+def test_deferred_first_n_catches_up_to_the_same_figures():
+    g = graphs.crawl_like(300, seed=3)
+    now = GraphStats(max_nodes=120)
+    later = GraphStats(max_nodes=120, defer_first_n=True)
+    order = np.maximum(g.src, g.dst)
+    for lo in range(0, g.n, 50):
+        sel = (order >= lo) & (order < lo + 50)
+        for gs in (now, later):
+            gs.add_nodes(min(50, g.n - lo))
+            gs.add_edges(g.src[sel], g.dst[sel])
+        s = later.summary()
+        assert s["whole"] == now.summary()["whole"]           # the whole graph is never deferred
+        assert s["first_n"]["n"] == 0 and s["first_n"]["pending_edges"] == later.first_n_pending
+    assert later.first_n_pending > 0
+    steps = 0
+    while later.advance_first_n(max_edges=100):
+        steps += 1
+    assert steps > 5                                           # done in pieces
+    assert later.first_n_pending == 0 and not later.advance_first_n()
+    same(later.summary(), now.summary())
+    assert not now.advance_first_n()

@@ -459,7 +459,9 @@ def test_kernel_worker_applies_every_batch_and_finishes_distances():
     assert s["first_n"]["n"] == 300 and s["first_n"]["capped"]
     j = graph_json(s)
     assert set(j) == {"dangling", "duplicate_edges", "self_loops", "whole", "first_n", "in_degree_hist",
-                      "out_degree_hist", "kernel_lag_s", "kernel_max_delay_s"}
+                      "out_degree_hist", "kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s"}
+    assert set(j["kernel_lag_parts"]) == {"batches_s", "first_n_s", "hyperball_s"} and j["kernel_cpu_s"] > 0
+    assert s["first_n"]["pending_edges"] == 0
     assert sum(j["out_degree_hist"]["count"]) == g.n
 
 
