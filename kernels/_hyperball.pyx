@@ -53,6 +53,8 @@ import numpy as np
 
 from kernels._types cimport node_t
 
+from abc_crawler.kernels._validation import as_csr
+
 __all__ = ["HyperBall", "node_hash_registers"]
 
 cdef extern from *:
@@ -293,24 +295,9 @@ cdef class HyperBall:
         G = min(32, m // 2) if groups is None else int(groups)
         if G < 1 or G > min(MAX_GROUPS, m // 2) or G & (G - 1):
             raise ValueError(f"groups must be a power of two in 1 .. {min(MAX_GROUPS, m // 2)}, got {groups!r}")
-        ip = np.asarray(indptr)
-        ix = np.asarray(indices)
-        if ip.ndim != 1 or ip.shape[0] < 1 or ip.dtype.kind not in "iu":
-            raise ValueError(f"indptr: expected a 1-D integer array of n + 1 >= 1 entries, got shape {ip.shape}, dtype {ip.dtype}")
-        if ix.ndim != 1 or (ix.size and ix.dtype.kind not in "iu"):
-            raise ValueError(f"indices: expected a 1-D integer array, got shape {ix.shape}, dtype {ix.dtype}")
-        n = ip.shape[0] - 1
-        if int(ip[0]) != 0 or int(ip[n]) != ix.shape[0]:
-            raise ValueError(f"indptr must run from 0 to len(indices) = {ix.shape[0]}, got {int(ip[0])} .. {int(ip[n])}")
-        if n and (np.diff(ip) < 0).any():
-            raise ValueError(f"indptr decreases at row {int(np.argmax(np.diff(ip) < 0))}")
-        if ix.size and (int(ix.min()) < 0 or int(ix.max()) >= n):
-            bad = int(np.argmax((ix < 0) | (ix >= n)))
-            raise ValueError(f"indices[{bad}] = {int(ix[bad])} out of range [0, {n})")
-        if n >= 2 ** 31 - 1:
-            raise ValueError(f"too many nodes for int32 ids: {n}")
-        self._indptr = np.ascontiguousarray(ip, dtype=np.int64)
-        self._indices = np.ascontiguousarray(ix, dtype=np.int32) if ix.size else np.zeros(1, np.int32)
+        ip, ix, n = as_csr(indptr, indices)
+        self._indptr = ip
+        self._indices = ix
         self._n, self._b = n, b
         cells = max(n, 1) * m
         self._ra = np.zeros(cells, dtype=np.uint8)

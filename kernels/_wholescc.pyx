@@ -51,8 +51,9 @@ from libc.string cimport memset
 import numpy as np
 
 from kernels._types cimport KERNEL_NO_MEMORY, KERNEL_OK, node_t
+from kernels._unionfind cimport uf_find as _find, uf_labels
 
-from abc_crawler.kernels._validation import as_count, as_edge_arrays
+from abc_crawler.kernels._validation import as_count, as_csr, as_edge_arrays
 
 __all__ = ["WholeSCC", "scc_of_csr"]
 
@@ -172,13 +173,6 @@ cdef inline void list_concat(Pool* p, List* a, List* b) noexcept nogil:
 
 
 # ------------------------------------------------------------- components
-cdef inline node_t _find(node_t* parent, node_t x) noexcept nogil:
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]       # path halving
-        x = parent[x]
-    return x
-
-
 cdef struct Whole:
     node_t* parent          # union-find; a root is its component's representative
     node_t* size            # at roots
@@ -373,28 +367,29 @@ cdef int _tarjan(node_t** nbrs, node_t* deg, Py_ssize_t n, node_t* comp_of,
     return code
 
 
-cdef int _tarjan_pairs(const node_t* pairs, Py_ssize_t n_pairs, Py_ssize_t L, node_t* comp_of) noexcept nogil:
-    """Tarjan on the local graph of ``n_pairs`` edges pairs[2e] -> pairs[2e+1] over L nodes."""
-    cdef node_t* head = <node_t*> PyMem_RawMalloc(<size_t> (L + 1) * sizeof(node_t))
-    cdef node_t* order = <node_t*> PyMem_RawMalloc(<size_t> (n_pairs if n_pairs else 1) * sizeof(node_t))
-    cdef node_t** nbrs = <node_t**> PyMem_RawMalloc(<size_t> (L if L else 1) * sizeof(node_t*))
-    cdef node_t* deg = <node_t*> PyMem_RawMalloc(<size_t> (L if L else 1) * sizeof(node_t))
+cdef int _tarjan_edges(const node_t* src, const node_t* dst, Py_ssize_t stride, Py_ssize_t m,
+                       Py_ssize_t n, node_t* comp_of, int64_t* n_comps) noexcept nogil:
+    """Tarjan on the graph of m edges src[e*stride] -> dst[e*stride] over n nodes
+    (built as CSR by a counting sort first)."""
+    cdef node_t* head = <node_t*> PyMem_RawMalloc(<size_t> (n + 1) * sizeof(node_t))
+    cdef node_t* order = <node_t*> PyMem_RawMalloc(<size_t> (m if m else 1) * sizeof(node_t))
+    cdef node_t** nbrs = <node_t**> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t*))
+    cdef node_t* deg = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
     cdef Py_ssize_t e, k
-    cdef int64_t nc
     cdef int code = KERNEL_NO_MEMORY
     if head != NULL and order != NULL and nbrs != NULL and deg != NULL:
-        memset(head, 0, <size_t> (L + 1) * sizeof(node_t))
-        for e in range(n_pairs):
-            head[pairs[2 * e] + 1] += 1
-        for k in range(L):
+        memset(head, 0, <size_t> (n + 1) * sizeof(node_t))
+        for e in range(m):
+            head[src[e * stride] + 1] += 1
+        for k in range(n):
             head[k + 1] += head[k]
-        for k in range(L):
+        for k in range(n):
             deg[k] = head[k + 1] - head[k]
             nbrs[k] = order + head[k]
-        for e in range(n_pairs):
-            order[head[pairs[2 * e]]] = pairs[2 * e + 1]
-            head[pairs[2 * e]] += 1
-        code = _tarjan(nbrs, deg, L, comp_of, &nc)
+        for e in range(m):
+            order[head[src[e * stride]]] = dst[e * stride]
+            head[src[e * stride]] += 1
+        code = _tarjan(nbrs, deg, n, comp_of, n_comps)
     PyMem_RawFree(head)
     PyMem_RawFree(order)
     PyMem_RawFree(nbrs)
@@ -410,6 +405,7 @@ cdef int _search_and_merge(Whole* g, Side* f, Side* b) noexcept nogil:
     cdef Py_ssize_t L, x
     cdef node_t* comp_of
     cdef int code
+    cdef int64_t nc
     while True:
         if fw <= bw:
             r = _side_step(f, g)
@@ -430,7 +426,7 @@ cdef int _search_and_merge(Whole* g, Side* f, Side* b) noexcept nogil:
     comp_of = <node_t*> PyMem_RawMalloc(<size_t> (L if L else 1) * sizeof(node_t))
     if comp_of == NULL:
         return KERNEL_NO_MEMORY
-    code = _tarjan_pairs(won.pairs.a, won.pairs.n // 2, L, comp_of)
+    code = _tarjan_edges(won.pairs.a, won.pairs.a + 1, 2, won.pairs.n // 2, L, comp_of, &nc)
     if code == KERNEL_OK:
         for x in range(L):
             if comp_of[x] != x:             # merge x's component into its local root's
@@ -441,30 +437,9 @@ cdef int _search_and_merge(Whole* g, Side* f, Side* b) noexcept nogil:
 
 cdef int _recompute(Whole* g) noexcept nogil:
     """Components of the whole node graph from scratch (Tarjan over a CSR of every edge)."""
-    cdef Py_ssize_t n = g.n, m = g.src.n, e, x
-    cdef node_t* cnt = <node_t*> PyMem_RawMalloc(<size_t> (n + 1) * sizeof(node_t))
-    cdef node_t* order = <node_t*> PyMem_RawMalloc(<size_t> (m if m else 1) * sizeof(node_t))
-    cdef node_t** nbrs = <node_t**> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t*))
-    cdef node_t* deg = <node_t*> PyMem_RawMalloc(<size_t> (n if n else 1) * sizeof(node_t))
+    cdef Py_ssize_t n = g.n, x
     cdef int64_t k = 0
-    cdef int code = KERNEL_NO_MEMORY
-    if cnt != NULL and order != NULL and nbrs != NULL and deg != NULL:
-        memset(cnt, 0, <size_t> (n + 1) * sizeof(node_t))
-        for e in range(m):
-            cnt[g.src.a[e] + 1] += 1
-        for x in range(n):
-            cnt[x + 1] += cnt[x]
-        for x in range(n):
-            deg[x] = cnt[x + 1] - cnt[x]
-            nbrs[x] = order + cnt[x]
-        for e in range(m):
-            order[cnt[g.src.a[e]]] = g.dst.a[e]
-            cnt[g.src.a[e]] += 1
-        code = _tarjan(nbrs, deg, n, g.parent, &k)
-    PyMem_RawFree(cnt)
-    PyMem_RawFree(order)
-    PyMem_RawFree(nbrs)
-    PyMem_RawFree(deg)
+    cdef int code = _tarjan_edges(g.src.a, g.dst.a, 1, g.src.n, n, g.parent, &k)
     if code != KERNEL_OK:
         return code
     g.recomputes += 1
@@ -770,18 +745,13 @@ cdef class WholeSCC:
     def labels(self):
         """Component label of every node, numbered 0, 1, ... in order of each
         component's smallest node id (as :meth:`SCC.labels`).  O(n alpha(n))."""
-        cdef Py_ssize_t n = self._g.n, x
-        out = np.empty(n, dtype=np.int32)
+        cdef Py_ssize_t n = self._g.n
+        out = np.empty(max(n, 1), dtype=np.int32)
         cdef node_t[::1] o = out
         cdef node_t[::1] first = np.full(max(n, 1), -1, dtype=np.int32)
-        cdef node_t nxt = 0, r
-        for x in range(n):
-            r = _find(self._g.parent, <node_t> x)
-            if first[r] < 0:
-                first[r] = nxt
-                nxt += 1
-            o[x] = first[r]
-        return out
+        if n:
+            uf_labels(self._g.parent, n, &first[0], &o[0])
+        return out[:n]
 
     def csr(self):
         """The graph's out-lists as CSR arrays ``(indptr int64 [n+1], indices int32 [m])``.
@@ -837,23 +807,8 @@ def scc_of_csr(indptr, indices):
     >>> count, labels.tolist()
     (2, [0, 0, 1])
     """
-    ip = np.asarray(indptr)
-    ix = np.asarray(indices)
-    if ip.ndim != 1 or ip.shape[0] < 1 or (ip.size and ip.dtype.kind not in "iu"):
-        raise ValueError(f"indptr: expected a 1-D integer array of n + 1 >= 1 entries, got shape {ip.shape}, dtype {ip.dtype}")
-    if ix.ndim != 1 or (ix.size and ix.dtype.kind not in "iu"):
-        raise ValueError(f"indices: expected a 1-D integer array, got shape {ix.shape}, dtype {ix.dtype}")
-    n = ip.shape[0] - 1
-    if int(ip[0]) != 0 or int(ip[n]) != ix.shape[0]:
-        raise ValueError(f"indptr must run from 0 to len(indices) = {ix.shape[0]}, got {int(ip[0])} .. {int(ip[n])}")
-    step = np.diff(ip)
-    if (step < 0).any():
-        raise ValueError(f"indptr decreases at row {int(np.argmax(step < 0))}")
-    if n >= 2 ** 31 - 1:
-        raise ValueError(f"too many nodes for int32 ids: {n}")
-    as_edge_arrays(np.zeros(ix.shape[0], dtype=np.int32), ix, max(n, 0))     # the targets' range check
-    ip64 = np.ascontiguousarray(ip, dtype=np.int64)
-    ix32 = np.ascontiguousarray(ix, dtype=np.int32) if ix.size else np.zeros(1, np.int32)
+    ip64, ix32, n = as_csr(indptr, indices)
+    step = np.diff(ip64)
     cdef int64_t[::1] p = ip64
     cdef node_t[::1] t = ix32
     cdef Py_ssize_t x, nn = n
