@@ -89,16 +89,19 @@ class KernelWorker:
        SCCs: a few milliseconds per superstep even at a million pages), so
        they are current after each superstep;
     2. the first-N kernels' share of the batches (SPAWC's O(n^2) APSD and
-       SCC over the first ``max_nodes`` pages), a few thousand edges at a
-       time (``GraphStats(defer_first_n=True)``);
+       SCC over the first ``max_nodes`` pages), 1024 edges at a time
+       (``GraphStats(defer_first_n=True)``);
     3. the whole-graph distance estimates (HyperBall), one pass at a time
        on a snapshot of the graph; a new run starts when the graph has
        changed and the last run's CPU time, divided by ``duty``, has passed
        since it ended (``duty`` = 0.5: HyperBall takes at most about half
        of the thread's time).
 
-    :meth:`close` finishes all three on the final graph; how long it took,
-    in all and per part, is ``lag_s`` / ``lag_parts``.  A failure in the
+    :meth:`close` finishes all three on the final graph -- the first-N
+    figures by recomputation from scratch if the incremental kernels are
+    behind (:meth:`GraphStats.finish_first_n`: about a second at 20,000
+    pages, where catching up can take minutes on a busy machine); how long
+    it took, in all and per part, is ``lag_s`` / ``lag_parts``.  A failure in the
     thread is kept in ``error`` (the thread stops) and raised by
     :meth:`close`; :meth:`summary` keeps returning the last good figures.
     """
@@ -156,7 +159,7 @@ class KernelWorker:
                 if item is not _NO_BATCH:
                     self._apply(item)
                 elif self.stats.first_n_pending:
-                    self.stats.advance_first_n()
+                    self.stats.advance_first_n(1024)
                 elif self._distances_due():
                     running = self.stats.distances_running
                     self.stats.advance_distances()
@@ -190,8 +193,7 @@ class KernelWorker:
             if item is not None:
                 self._apply(item)
         t1 = time.monotonic()
-        while self.stats.advance_first_n(1 << 16):
-            pass
+        self.first_n_method = self.stats.finish_first_n()
         t2 = time.monotonic()
         self.stats.finish_distances()
         t3 = time.monotonic()

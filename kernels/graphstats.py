@@ -26,11 +26,12 @@ from collections import deque
 import numpy as np
 
 from abc_crawler.kernels._apsd import APSD
+from abc_crawler.kernels._bfs import distance_histogram
 from abc_crawler.kernels._degree import Degrees
 from abc_crawler.kernels._hyperball import HyperBall
 from abc_crawler.kernels._scc import SCC
 from abc_crawler.kernels._validation import DistanceOverflowError, as_count, as_edge_arrays
-from abc_crawler.kernels._wholescc import WholeSCC
+from abc_crawler.kernels._wholescc import WholeSCC, scc_of_csr
 from abc_crawler.kernels.distances import (counter_rse, estimated_figures, exact_figures,
                                            log2m_for_error)
 
@@ -196,6 +197,7 @@ class GraphStats:
         self._cap = None if max_nodes is None else as_count(max_nodes, "max_nodes")
         self._lock = threading.Lock()
         self._deg = Degrees()
+        self._enable_scc, self._enable_apsd = bool(enable_scc), bool(enable_apsd)
         self._scc = SCC(max_nodes=self._cap) if enable_scc else None
         self._apsd = APSD(max_nodes=self._cap, dtype=apsd_dtype) if enable_apsd else None
         self._apsd_overflow: str | None = None
@@ -211,6 +213,7 @@ class GraphStats:
         self._pending: deque = deque()               # first-N work: (k nodes, None) or (src, dst)
         self._pending_edges = 0
         self._first_n = 0                            # nodes the first-N kernels hold
+        self._recomputed: dict | None = None         # first-N figures recomputed by finish_first_n
 
     # ----------------------------------------------------------------- updates
     def add_nodes(self, k: int) -> range:
@@ -226,7 +229,9 @@ class GraphStats:
             first = self._deg.n
             in_cap = k if self._cap is None else max(0, min(k, self._cap - first))
             if in_cap:
-                if self._defer:
+                if self._recomputed is not None:
+                    pass                    # recomputed again by the next finish_first_n
+                elif self._defer:
                     self._pending.append((in_cap, None))
                 else:
                     self._first_n_add_nodes(in_cap)
@@ -278,7 +283,10 @@ class GraphStats:
                 except MemoryError as exc:
                     log.warning("whole-graph statistics stopped: %s", exc)
                     self._drop_whole()
-            if self._scc is not None or self._apsd_active:
+            if self._recomputed is not None:
+                if self._cap is None or ((s < self._cap) & (d < self._cap) & keep).any():
+                    self._recomputed["stale"] = True     # recomputed again by the next finish_first_n
+            elif self._scc is not None or self._apsd_active:
                 if self._cap is not None and self._deg.n > self._cap:
                     keep = keep & (s < self._cap) & (d < self._cap)
                 ks, kd = s[keep], d[keep]
@@ -349,6 +357,61 @@ class GraphStats:
                 self._pending_edges -= take
                 done += take
             return True
+
+    def finish_first_n(self, recompute: bool = True) -> str:
+        """Bring the first-N figures up to date with every node and edge added.
+
+        With work waiting (``defer_first_n``) and ``recompute`` True, the
+        figures are recomputed from scratch on the subgraph of the first N
+        pages -- Tarjan (:func:`scc_of_csr`) and a breadth-first search from
+        every page (:func:`distance_histogram`, 64 at a time): exact, and far
+        cheaper than the incremental updates a lagging APSD still has to do
+        (20,000 pages of a 175k-page crawl: 0.85 s against tens of seconds;
+        ``docs/benchmarks/kernels.md``).  The incremental kernels are then
+        dropped (their O(n^2) memory freed) and later first-N work is
+        recomputed by the next call.  Without whole-graph statistics, or
+        with ``recompute`` False, the waiting work is done incrementally.
+
+        Returns ``"incremental"`` or ``"recomputed"``: how the figures were
+        brought up to date.
+        """
+        with self._lock:
+            r = self._recomputed
+            stale = self._pending_edges > 0 or (r is not None and (r["n"] != self._cap_nodes() or "stale" in r))
+            if not stale:
+                return "recomputed" if self._recomputed is not None else "incremental"
+            if not recompute or self._whole is None:
+                if self._recomputed is None:
+                    while self._pending:
+                        a, b = self._pending.popleft()
+                        if b is None:
+                            self._first_n_add_nodes(a)
+                        else:
+                            self._first_n_add_edges(a, b)
+                    self._pending_edges = 0
+                    return "incremental"
+            k = self._cap_nodes()
+            indptr, indices = self._whole.csr()
+            src = np.repeat(np.arange(k, dtype=np.int32), np.diff(indptr[:k + 1]))
+            dst = indices[:indptr[k]]
+            keep = dst < k
+            sub = np.zeros(k + 1, dtype=np.int64)
+            np.cumsum(np.bincount(src[keep], minlength=k), out=sub[1:])
+            sub_idx = dst[keep]
+            count, labels = scc_of_csr(sub, sub_idx)
+            figs = exact_figures(k, distance_histogram(sub, sub_idx))
+            self._recomputed = {"n": k, "scc_count": count,
+                                "largest_scc": int(np.bincount(labels).max()) if k else 0, **figs}
+            self._pending.clear()
+            self._pending_edges = 0
+            self._first_n = k
+            self._scc = self._apsd = None
+            self._apsd_overflow = None
+            return "recomputed"
+
+    def _cap_nodes(self) -> int:
+        n = self._deg.n
+        return n if self._cap is None else min(n, self._cap)
 
     def _drop_whole(self) -> None:
         self._whole = None
@@ -481,7 +544,18 @@ class GraphStats:
                "n": k, "max_pages": self._cap, "capped": self.capped,
                "scc_count": None, "largest_scc": None, "diameter": None, "avg_distance": None,
                "effective_diameter": None, "reachable_pairs": None,
-               "apsd_overflow": self._apsd_overflow is not None, "pending_edges": self._pending_edges}
+               "apsd_overflow": self._apsd_overflow is not None, "pending_edges": self._pending_edges,
+               "method": "incremental"}
+        r = self._recomputed
+        if r is not None:
+            out["method"] = "recomputed"
+            if r["n"] == self._cap_nodes() and "stale" not in r:   # (else None until finish_first_n)
+                if self._enable_scc:
+                    out.update(scc_count=r["scc_count"], largest_scc=r["largest_scc"])
+                if self._enable_apsd:
+                    out.update({key: r[key] for key in ("diameter", "avg_distance", "effective_diameter",
+                                                         "reachable_pairs")})
+            return out
         if self._scc is not None:
             out["scc_count"] = self._scc.count
             lab = self._scc.labels()
@@ -523,14 +597,14 @@ class GraphStats:
         O(n + max degree): every count is maintained incrementally.
         """
         with self._lock:
-            apsd_ok = self._apsd_active
+            first = self._first_n_summary()
             return {
                 "nodes": self._deg.n,
                 "edges": self._deg.edges,
-                "scc_count": None if self._scc is None else self._scc.count,
+                "scc_count": first["scc_count"],
                 "dangling": self._deg.dangling,
-                "diameter": self._apsd.diameter if apsd_ok else None,
-                "avg_distance": float(self._apsd.avg_distance) if apsd_ok else None,
+                "diameter": first["diameter"],
+                "avg_distance": first["avg_distance"],
                 "stats_nodes": self.stats_nodes,
                 "capped": self.capped,
                 "in_degree_hist": self._deg.in_hist().tolist(),
@@ -539,7 +613,7 @@ class GraphStats:
                 "self_loops": self._deg.self_loops,
                 "apsd_overflow": self._apsd_overflow is not None,
                 "whole": self._whole_summary(),
-                "first_n": self._first_n_summary(),
+                "first_n": first,
             }
 
     def scc_labels(self) -> np.ndarray:

@@ -53,7 +53,7 @@ def expected(n, src, dst, cap=None):
                         "diameter": diameter, "avg_distance": avg,
                         "effective_diameter": ex["effective_diameter"],
                         "reachable_pairs": ex["reachable_pairs"], "apsd_overflow": False,
-                        "pending_edges": 0}}
+                        "pending_edges": 0, "method": "incremental"}}
 
 
 def same(got, want):
@@ -219,3 +219,32 @@ def test_deferred_first_n_catches_up_to_the_same_figures():
     assert later.first_n_pending == 0 and not later.advance_first_n()
     same(later.summary(), now.summary())
     assert not now.advance_first_n()
+
+
+def test_finish_first_n_recomputes_what_the_kernels_had_not_done():
+    g = graphs.crawl_like(400, seed=4)
+    behind = GraphStats(max_nodes=150, defer_first_n=True)
+    behind.add_nodes(g.n)
+    behind.add_edges(g.src, g.dst)
+    behind.advance_first_n(max_edges=200)                  # part of the work done incrementally
+    assert behind.first_n_pending > 0
+    assert behind.finish_first_n() == "recomputed"
+    want = expected(g.n, g.src, g.dst, cap=150)
+    want["first_n"]["method"] = "recomputed"
+    same(behind.summary(), want)
+    assert behind.finish_first_n() == "recomputed"          # nothing new: nothing to do
+    # new edges inside the first N pages make the figures unknown until the next finish
+    extra_s, extra_d = arr([3, 149]), arr([140, 7])
+    behind.add_edges(extra_s, extra_d)
+    assert behind.summary()["first_n"]["diameter"] is None
+    behind.finish_first_n()
+    src, dst = np.concatenate([g.src, extra_s]), np.concatenate([g.dst, extra_d])
+    want = expected(g.n, src, dst, cap=150)
+    want["first_n"]["method"] = "recomputed"
+    same(behind.summary(), want)
+    # without recomputation the waiting work is done by the kernels themselves
+    slow = GraphStats(max_nodes=150, defer_first_n=True)
+    slow.add_nodes(g.n)
+    slow.add_edges(g.src, g.dst)
+    assert slow.finish_first_n(recompute=False) == "incremental" and slow.first_n_pending == 0
+    same(slow.summary(), expected(g.n, g.src, g.dst, cap=150))

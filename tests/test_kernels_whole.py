@@ -19,6 +19,7 @@ from scipy.sparse.csgraph import connected_components
 
 from abc_crawler.coordinator import KernelWorker
 from abc_crawler.kernels import APSD, GraphStats, HyperBall, WholeSCC, graphs, scc_of_csr
+from abc_crawler.kernels._bfs import distance_histogram
 from abc_crawler.kernels._hyperball import node_hash_registers
 from abc_crawler.kernels.distances import (counter_rse, estimated_figures, exact_figures, figures, jackknife,
                                            log2m_for_error, nf_from_histogram)
@@ -356,6 +357,33 @@ def test_error_check_catches_a_wrong_estimate():
         assert_within(est["avg_distance"], exact_figures(g.n, other.histogram())["avg_distance"])
 
 
+# ------------------------------------------------- distances from scratch (BFS)
+@pytest.mark.parametrize("g", [graphs.random_graph(300, 500, seed=1), graphs.crawl_like(400, seed=2),
+                               graphs.ausiello(90), graphs.complete(30), *graphs.sanity_graphs(),
+                               graphs.EdgeSequence("empty", 70, arr([]), arr([]))],
+                         ids=lambda g: g.name)
+def test_distance_histogram_equals_bfs_from_every_source(g):
+    d = bfs_distances_of(g)
+    a = csr_of(g)
+    np.testing.assert_array_equal(distance_histogram(a.indptr, a.indices), np.bincount(d[d > 0], minlength=1))
+    some = np.arange(0, g.n, 3)                      # not a multiple of 64 sources
+    sub = d[some]
+    np.testing.assert_array_equal(distance_histogram(a.indptr, a.indices, sources=some),
+                                  np.bincount(sub[sub > 0], minlength=1))
+
+
+def bfs_distances_of(g):
+    from abc_crawler.kernels.reference import bfs_distances
+    return bfs_distances(g.n, g.src, g.dst, unreachable=-1)
+
+
+def test_distance_histogram_validation():
+    with pytest.raises(ValueError, match=r"sources: expected node ids in \[0, 3\)"):
+        distance_histogram([0, 1, 2, 2], [1, 2], sources=[5])
+    with pytest.raises(ValueError, match="out of range"):
+        distance_histogram([0, 1], [4])
+
+
 # ---------------------------------------------------------- distance figures
 def test_figures_of_graphs_with_closed_forms():
     n = 30
@@ -523,7 +551,7 @@ def test_final_summary_prints_the_labelled_rows():
     assert f"{s['whole']['scc_count']} SCC" in text
 
 
-@pytest.mark.parametrize("module", ["_wholescc", "_hyperball", "distances", "graphstats", "reference"])
+@pytest.mark.parametrize("module", ["_wholescc", "_hyperball", "_bfs", "distances", "graphstats", "reference"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
