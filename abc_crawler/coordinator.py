@@ -89,7 +89,7 @@ class KernelWorker:
        SCCs: a few milliseconds per superstep even at a million pages), so
        they are current after each superstep;
     2. the first-N kernels' share of the batches (SPAWC's O(n^2) APSD and
-       SCC over the first ``max_nodes`` pages), 1024 edges at a time
+       SCC over the first ``max_nodes`` pages), 256 edges at a time
        (``GraphStats(defer_first_n=True)``);
     3. the whole-graph distance estimates (HyperBall), one pass at a time
        on a snapshot of the graph; a new run starts when the graph has
@@ -159,7 +159,7 @@ class KernelWorker:
                 if item is not _NO_BATCH:
                     self._apply(item)
                 elif self.stats.first_n_pending:
-                    self.stats.advance_first_n(1024)
+                    self.stats.advance_first_n(256)
                 elif self._distances_due():
                     running = self.stats.distances_running
                     self.stats.advance_distances()
