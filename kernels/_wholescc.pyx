@@ -528,7 +528,7 @@ cdef class WholeSCC:
     -----
     Memory: 8 bytes per edge (the edges in order), about 5-10 bytes per
     edge between two components in each of the two lists (64-byte chunks
-    of 14 entries), and 52 bytes per node; a batch's search records 8
+    of 14 entries), and 48 bytes per node; a batch's search records 8
     bytes per entry it reads, and Tarjan takes 25 bytes per component it
     looks at while it runs.  ``mode="recompute"`` allocates 21 bytes per
     node and 4 per edge while it recomputes.
