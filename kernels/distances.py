@@ -2,7 +2,7 @@
 
 The neighbourhood function N(t) counts the ordered pairs (x, y) with
 d(x, y) <= t, x = y included (so N(0) = n).  Every distance figure of the
-crawled graph (DESIGN §6) is a function of it, over the ordered pairs
+crawled graph (``docs/SESSION_FORMAT.md``) is a function of it, over the ordered pairs
 u != v with a finite distance:
 
 * reachable pairs = N(T) - N(0), T the last distance;
