@@ -21,6 +21,7 @@ from array import array
 import pickle
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -85,20 +86,71 @@ def decode_report(data: bytes) -> dict:
     return obj
 
 
-class KernelWorker:
-    """Feeds node and edge batches to the statistics kernels in a worker thread."""
+_NO_BATCH = object()
 
-    def __init__(self, max_nodes: int, nice: int = 10):
+
+class KernelWorker:
+    """Feeds node and edge batches to the statistics kernels in a worker thread.
+
+    The thread's work, most urgent first:
+
+    1. every waiting batch, for the whole-graph figures (degrees and exact
+       SCCs: a few milliseconds per superstep even at a million pages), so
+       they are current after each superstep;
+    2. the first-N kernels' share of the batches (SPAWC's O(n^2) APSD and
+       SCC over the first ``max_nodes`` pages), 256 edges at a time
+       (``GraphStats(defer_first_n=True)``);
+    3. the whole-graph distance estimates (HyperBall), one pass at a time
+       on a snapshot of the graph; a new run starts when the graph has
+       changed and the last run's CPU time, divided by ``duty``, has passed
+       since it ended (``duty`` = 0.5: HyperBall takes at most about half
+       of the thread's time).
+
+    :meth:`close` finishes all three on the final graph -- the first-N
+    figures by recomputation from scratch if the incremental kernels are
+    behind (:meth:`GraphStats.finish_first_n`: about a second at 20,000
+    pages, where catching up can take minutes on a busy machine); how long
+    it took, in all and per part, is ``lag_s`` / ``lag_parts``.  A failure in the
+    thread is kept in ``error`` (the thread stops) and raised by
+    :meth:`close`; :meth:`summary` keeps returning the last good figures.
+    """
+
+    def __init__(self, max_nodes: int, nice: int = 10, *, distance_error: float = 0.1,
+                 duty: float = 0.5, tick: float = 0.1):
         from .kernels import GraphStats  # the Cython kernels (kernels/ folder)
 
+        if not 0 < duty <= 1:
+            raise ValueError(f"duty must be in (0, 1], got {duty!r}")
         self.nice = nice
-        self.stats = GraphStats(max_nodes=max_nodes)
+        self.duty = duty
+        self.tick = tick
+        self.stats = GraphStats(max_nodes=max_nodes, distance_error=distance_error, defer_first_n=True)
         self._q: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._summary: dict = self.stats.summary()
         self.error: BaseException | None = None
+        self.lag_s: float | None = None          # seconds close() waited for the thread
+        self.lag_parts: dict[str, float] = {}    # ... for the batches, the first-N kernels, HyperBall
+        self.max_delay_s = 0.0                   # longest wait of a batch for the whole-graph figures
+        self.cpu_s = 0.0                         # the thread's CPU time
+        self._next_run = 0.0                     # monotonic time before which no HyperBall run starts
         self._thread = threading.Thread(target=self._run, name="abc-kernels", daemon=True)
         self._thread.start()
+
+    def _distances_due(self) -> bool:
+        st = self.stats
+        return st.distances_running or (st.distances_stale and time.monotonic() >= self._next_run)
+
+    def _apply(self, item) -> None:
+        if callable(item):                  # a test's injected fault
+            item()
+            return
+        t_put, n_new, src, dst = item
+        if n_new:
+            self.stats.add_nodes(n_new)
+        if len(src):
+            self.stats.add_edges(src, dst)
+        self.max_delay_s = max(self.max_delay_s, time.monotonic() - t_put)
 
     def _run(self) -> None:
         # The kernels are CPU-bound; at a lower priority they take what the crawl leaves
@@ -107,31 +159,70 @@ class KernelWorker:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         except (AttributeError, OSError):
             pass
-        while True:
-            item = self._q.get()
-            if item is None:
-                return
-            try:
-                if callable(item):             # a test's injected fault (--test-crash kernels:STEP)
-                    item()
+        try:
+            while True:
+                busy = self.stats.first_n_pending or self._distances_due()
+                try:
+                    item = self._q.get_nowait() if busy else self._q.get(timeout=self.tick)
+                except queue.Empty:
+                    item = _NO_BATCH
+                if item is None:
+                    break
+                if item is not _NO_BATCH:
+                    self._apply(item)
+                elif self.stats.first_n_pending:
+                    self.stats.advance_first_n(256)
+                elif self._distances_due():
+                    running = self.stats.distances_running
+                    self.stats.advance_distances()
+                    if running and not self.stats.distances_running:        # a run ended
+                        pause = self.stats.last_distance_seconds * (1 / self.duty - 1)
+                        self._next_run = time.monotonic() + pause
+                else:
                     continue
-                n_new, src, dst = item
-                if n_new:
-                    self.stats.add_nodes(n_new)
-                if len(src):
-                    self.stats.add_edges(src, dst)
-                s = self.stats.summary()
-                with self._lock:
-                    self._summary = s
-            except BaseException as exc:  # raised again in the main thread at the next superstep
-                self.error = exc
-                from .crash import record_thread_failure
+                self._publish()
+            self._finish()
+        except BaseException as exc:  # raised again in the main thread at the next superstep
+            self.error = exc
+            from .crash import record_thread_failure
 
-                record_thread_failure(threading.current_thread().name, exc)
-                return
+            record_thread_failure(threading.current_thread().name, exc)
+        finally:
+            self.cpu_s = time.thread_time()
+
+    def _finish(self) -> None:
+        """After the last batch: everything on the final graph, timed per part.
+
+        The crawl is over, so the thread gives up its low priority (where the
+        system allows it: raising a thread's priority may need privileges)."""
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 0)
+        except (AttributeError, OSError):
+            pass
+        t = time.monotonic()
+        while True:                               # batches put before close()'s None were taken;
+            try:                                  # none can follow it
+                item = self._q.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                self._apply(item)
+        t1 = time.monotonic()
+        self.first_n_method = self.stats.finish_first_n()
+        t2 = time.monotonic()
+        self.stats.finish_distances()
+        t3 = time.monotonic()
+        self.lag_parts = {"batches_s": round(t1 - t, 3), "first_n_s": round(t2 - t1, 3),
+                          "hyperball_s": round(t3 - t2, 3)}
+        self._publish()
+
+    def _publish(self) -> None:
+        s = self.stats.summary()
+        with self._lock:
+            self._summary = s
 
     def submit(self, n_new: int, src: np.ndarray, dst: np.ndarray) -> None:
-        self._q.put((n_new, src, dst))
+        self._q.put((time.monotonic(), n_new, src, dst))
 
     def inject_failure(self, message: str) -> None:
         """Test hook: the thread fails when it reaches this point of its queue."""
@@ -143,15 +234,27 @@ class KernelWorker:
         self._q.put(fail)
 
     def summary(self) -> dict:
+        """The figures after the last step the thread finished (a shallow copy)."""
         with self._lock:
             return dict(self._summary)
 
     def close(self) -> dict:
+        """Apply the waiting batches, finish the first-N kernels and the distance
+        estimates on the final graph, stop the thread; return the final summary, with
+        ``kernel_lag_s`` (the seconds this took), ``kernel_lag_parts``,
+        ``kernel_max_delay_s`` and ``kernel_cpu_s``."""
+        t = time.monotonic()
         self._q.put(None)
         self._thread.join()
+        self.lag_s = time.monotonic() - t
         if self.error is not None:
             raise self.error
-        return self.stats.summary()
+        s = self.stats.summary()
+        s["kernel_lag_s"] = round(self.lag_s, 3)
+        s["kernel_lag_parts"] = dict(self.lag_parts)
+        s["kernel_max_delay_s"] = round(self.max_delay_s, 3)
+        s["kernel_cpu_s"] = round(self.cpu_s, 3)
+        return s
 
 
 class _Rows:

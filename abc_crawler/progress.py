@@ -1,10 +1,18 @@
-"""Live progress on rank 0: one updating line on a terminal, a line every few seconds otherwise."""
+"""Live progress on rank 0: one updating line on a terminal, a line every few seconds otherwise.
+
+Graph figures are printed with their scope and kind (issue 22): *whole
+graph* or *first N pages*, *exact* or *estimate ± standard error*.  The
+same formatting serves the progress line and the final summary
+(:func:`graph_rows`), from the ``whole`` / ``first_n`` sections that
+:meth:`abc_crawler.kernels.GraphStats.summary` returns and ``stats.json``
+stores.
+"""
 from __future__ import annotations
 
 import sys
 import time
 
-__all__ = ["Progress", "format_bytes"]
+__all__ = ["Progress", "format_bytes", "format_estimate", "graph_rows", "graph_progress"]
 
 
 def format_bytes(n: float) -> str:
@@ -13,6 +21,110 @@ def format_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GB"  # pragma: no cover
+
+
+def format_estimate(e: dict | None, digits: int = 2) -> str:
+    """``estimate ± standard error`` of a ``{"estimate", "se", "rse"}`` figure.
+
+    Large values (>= 1e5) are written in powers of ten with the relative error.
+
+    Examples
+    --------
+    >>> format_estimate({"estimate": 16.984, "se": 0.2133, "rse": 0.01256})
+    '16.98 ± 0.21'
+    >>> format_estimate({"estimate": 3.08e10, "se": 2.8e9, "rse": 0.0909})
+    '3.08e+10 ± 9.1 %'
+    >>> format_estimate(None)
+    '-'
+    """
+    if not e:
+        return "-"
+    v, se, rse = e["estimate"], e["se"], e["rse"]
+    if abs(v) >= 1e5:
+        return f"{v:.{digits}e} ± {100 * rse:.1f} %"
+    return f"{v:.{digits}f} ± {se:.{digits}f}"
+
+
+def _num(x, digits: int = 2) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+
+
+def graph_rows(g: dict) -> list[tuple[str, str]]:
+    """Summary rows of the crawled graph, each label naming scope and kind.
+
+    ``g`` is ``stats.json``'s ``graph`` (or a :meth:`GraphStats.summary`):
+    ``nodes``, ``edges``, ``dangling``, ``whole`` and ``first_n``; missing
+    sections (statistics off) leave their rows out.
+
+    Examples
+    --------
+    >>> g = {"nodes": 4, "edges": 3, "dangling": 1,
+    ...      "whole": {"nodes": 4, "edges": 3, "scc_count": 2, "largest_scc": 3,
+    ...                "avg_distance": {"estimate": 1.52, "se": 0.04, "rse": 0.026},
+    ...                "effective_diameter": {"estimate": 1.9, "se": 0.1, "rse": 0.05},
+    ...                "reachable_pairs": {"estimate": 6.1, "se": 0.3, "rse": 0.05},
+    ...                "hyperball": {"nodes": 4, "edges": 3, "log2m": 7, "passes": 2}},
+    ...      "first_n": {"n": 2, "capped": True, "scc_count": 2, "largest_scc": 1, "diameter": 1,
+    ...                  "avg_distance": 1.0, "effective_diameter": 0.9}}
+    >>> for k, v in graph_rows(g): print(f"{k}: {v}")
+    graph, whole (exact): 4 nodes, 3 edges, 2 SCC (largest 3), 1 dangling
+    graph, whole (HyperBall estimate ± s.e.): avg distance 1.52 ± 0.04, effective diameter 1.90 ± 0.10, reachable pairs 6.10 ± 0.30 (2^7 registers/node, 2 passes)
+    graph, first 2 pages (exact): 2 SCC (largest 1), diameter 1, avg distance 1.00, effective diameter 0.90
+    """
+    rows = []
+    w, f = g.get("whole"), g.get("first_n")
+    exact = f"{g.get('nodes')} nodes, {g.get('edges')} edges"
+    if w:
+        exact += f", {w['scc_count']} SCC (largest {w['largest_scc']})"
+    if g.get("dangling") is not None:
+        exact += f", {g['dangling']} dangling"
+    rows.append(("graph, whole (exact)", exact))
+    if w:
+        hb = w.get("hyperball")
+        if hb:
+            at = "" if (hb["nodes"], hb["edges"]) == (g.get("nodes"), g.get("edges")) else (
+                f", of the graph at {hb['nodes']} nodes, {hb['edges']} edges")
+            rows.append(("graph, whole (HyperBall estimate ± s.e.)",
+                         f"avg distance {format_estimate(w['avg_distance'])}, effective diameter "
+                         f"{format_estimate(w['effective_diameter'])}, reachable pairs "
+                         f"{format_estimate(w['reachable_pairs'])} (2^{hb['log2m']} registers/node, "
+                         f"{hb['passes']} passes{at})"))
+        else:
+            rows.append(("graph, whole (HyperBall estimate)", "not computed"))
+    if f:
+        label = f"graph, first {f['n']} pages (exact)" if f.get("capped") else f"graph, all {f['n']} pages (exact)"
+        rows.append((label, f"{_num(f['scc_count'])} SCC (largest {_num(f.get('largest_scc'))}), "
+                            f"diameter {_num(f['diameter'])}, avg distance {_num(f['avg_distance'])}, "
+                            f"effective diameter {_num(f.get('effective_diameter'))}"))
+    return rows
+
+
+def graph_progress(s: dict) -> str:
+    """The graph part of the progress line, from a live kernel summary.
+
+    Examples
+    --------
+    >>> graph_progress({"nodes": 9, "whole": {"nodes": 9, "scc_count": 3, "largest_scc": 6,
+    ...                 "avg_distance": None}, "first_n": {"n": 5, "capped": True, "diameter": 4}})
+    'whole graph 9 nodes: 3 SCC (largest 6) exact | first 5 pages: diameter 4 exact'
+    """
+    w, f = s.get("whole"), s.get("first_n")
+    parts = []
+    if w:
+        part = f"whole graph {w['nodes']} nodes: {w['scc_count']} SCC (largest {w['largest_scc']}) exact"
+        hb = w.get("hyperball")
+        if w.get("avg_distance") and hb and hb["nodes"]:
+            part += (f", avg distance {format_estimate(w['avg_distance'])}, eff. diameter "
+                     f"{format_estimate(w['effective_diameter'], 1)} est. at {hb['nodes']} nodes")
+        parts.append(part)
+    else:
+        parts.append(f"graph {s.get('nodes', 0)} nodes")
+    if f:
+        scope = f"first {f['n']} pages" if f.get("capped") else f"all {f['n']} pages"
+        parts.append(f"{scope}: diameter {_num(f.get('diameter'))} exact")
+    return " | ".join(parts)
 
 
 class Progress:
@@ -38,8 +150,7 @@ class Progress:
         self.last_pages, self.last_t, self.last = g["requests"], now, now
         stats = ""
         if coordinator is not None and coordinator.kernels is not None:
-            s = coordinator.kernels.summary()
-            stats = f" | graph {s.get('nodes', 0)} nodes, {s.get('scc_count', 0)} SCC, diam {s.get('diameter', 0)}"
+            stats = " | " + graph_progress(coordinator.kernels.summary())
         elif coordinator is not None:
             stats = f" | graph {coordinator.n_nodes} nodes"
         line = (f"[{now - self.t0:7.1f}s] step {step:5d} | {g['requests']} req ({rate:.0f}/s), {g['pages_ok']} ok, "

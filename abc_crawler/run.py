@@ -28,7 +28,7 @@ from .exchange import Communicator
 from .metrics import imbalance_pct
 from .ownership import make_assignment
 from .phases import HolderTable, PhaseClock, uses_phases
-from .progress import Progress, format_bytes
+from .progress import Progress, format_bytes, graph_rows
 from .scope import Scope, read_seeds
 from .checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
 from .config import read_config_file
@@ -185,7 +185,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     progress = rank0 = None
     if comm.rank == 0:
         progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out)
-        kernels = KernelWorker(cfg.stats_max_pages) if cfg.stats else None
+        kernels = KernelWorker(cfg.stats_max_pages, distance_error=cfg.stats_distance_error) if cfg.stats else None
         rank0 = Rank0Role(Coordinator(comm.size, kernels), progress)
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, rank0,
                           holders=prep["holders"])
@@ -283,12 +283,10 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     atomic_write_bytes(sd / "exchange.npz", npz_bytes(**co.exchange_arrays()))
     graph_stats = {"nodes": co.n_nodes, "edges": len(co.edge_src)}
     if co.kernels is not None:
-        ks = co.kernels.close()
-        graph_stats.update({k: ks[k] for k in ("scc_count", "dangling", "diameter", "avg_distance") if k in ks})
-        graph_stats["stats_nodes"] = ks.get("stats_nodes", co.n_nodes)
-        graph_stats["capped"] = bool(ks.get("capped", False))
-        graph_stats["in_degree_hist"] = ks.get("in_degree_hist")
-        graph_stats["out_degree_hist"] = ks.get("out_degree_hist")
+        from .kernels.graphstats import graph_json  # (the Cython kernels: rank 0 with --stats only)
+
+        # whole graph (exact SCCs, HyperBall estimates) and first N pages (exact APSD/SCC), labelled
+        graph_stats.update(graph_json(co.kernels.close()))
     per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
         k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
                           "idle_empty_s", "exchange_s", "handovers", "leases", "leases_late", "phase_origin",
@@ -395,9 +393,7 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
         ("overlap pages", str(stats["overlap_pages"])),
         ("time bounds", _bounds_line(stats["bounds"])),
         ("slot cuts", _cuts_line(stats["slot_cuts"], stats["errors"])),
-        ("graph", f"{g.get('nodes')} nodes, {g.get('edges')} edges, {g.get('scc_count', '-')} SCC, "
-                  f"{g.get('dangling', '-')} dangling, diameter {g.get('diameter', '-')}, "
-                  f"avg distance {g.get('avg_distance', '-')}"),
+        *graph_rows(g),
         ("errors", ", ".join(f"{k} {v}" for k, v in stats["errors"].items()) or "none"),
         ("session", session_dir),
     ]

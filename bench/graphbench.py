@@ -22,12 +22,28 @@ kernels and to the whole :class:`GraphStats` facade, and the script prints
 * NetworKit's ``DynAPSP`` fed the same batches (``updateBatch``), if
   ``networkit`` is importable, in a subprocess with ``--nk-timeout``.
 
+With ``--whole`` it measures the whole-graph statistics of issue 22 instead,
+on crawl-order sequences fed in batches of ``--whole-nodes`` new pages (a
+superstep of 8 ranks x 256 pages by default), as the coordinator does:
+
+* :class:`WholeSCC` per batch (one two-way search per batch over the
+  condensation): seconds, microseconds per insertion, the slowest batch,
+  list entries read, bytes per node;
+* one recomputation at the final size by the kernel's Tarjan
+  (``scc_of_csr``) and by scipy's ``connected_components``, and scipy per
+  batch (sampled, extrapolated);
+* HyperBall on the final graph (``--log2m``): seconds per pass, passes,
+  bytes per node, and the estimate of an all-sources BFS (scipy from
+  ``--bfs-sources`` sources, scaled to n).
+
 Usage::
 
     python bench/graphbench.py                 # the full set (tens of minutes)
     python bench/graphbench.py --quick         # small graphs, one run, seconds
     python bench/graphbench.py --graphs a300,c200 --runs 5
     python bench/graphbench.py --session sessions/s1 --markdown
+    python bench/graphbench.py --whole --markdown       # crawl200000, crawl1000000d11 (minutes)
+    python bench/graphbench.py --whole --graphs crawl20000 --session sessions/s1
     # issue 4 at n = 20000: APSD+SCC only, no uint8 probe run, NetworKit once
     python bench/graphbench.py --graphs crawl20000 --kernels apsd,scc --dtype uint8 \
         --nk-runs 1 --nk-timeout 1500 --scipy-samples 6 --grow --rss
@@ -42,6 +58,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -51,7 +68,8 @@ import tracemalloc
 
 import numpy as np
 
-from abc_crawler.kernels import APSD, SCC, DistanceOverflowError, GraphStats, graphs
+from abc_crawler.kernels import (APSD, SCC, DistanceOverflowError, GraphStats, HyperBall, WholeSCC, graphs,
+                                 scc_of_csr)
 from abc_crawler.kernels.graphs import EdgeSequence
 
 FULL = ["sc1", "sc2", "sc3", "a300", "a900", "a1500", "c100", "c200", "c400", "c800", "crawl5000"]
@@ -67,10 +85,14 @@ def make_graph(name: str) -> EdgeSequence:
     sanity = {g.name: g for g in graphs.sanity_graphs()}
     if name in sanity:
         return sanity[name]
+    m = re.fullmatch(r"crawl(\d+)d(\d+(?:\.\d+)?)", name)
+    if m:                                   # crawl<n>d<average out-degree>
+        g = graphs.crawl_like(int(m.group(1)), avg_out=float(m.group(2)))
+        return g._replace(name=name)
     for prefix, make in (("crawl", graphs.crawl_like), ("a", graphs.ausiello), ("c", graphs.complete)):
         if name.startswith(prefix) and name[len(prefix):].isdigit():
             return make(int(name[len(prefix):]))
-    raise SystemExit(f"graphbench: unknown graph {name!r} (try {', '.join(FULL)}, crawl<n>, a<n>, c<n>)")
+    raise SystemExit(f"graphbench: unknown graph {name!r} (try {', '.join(FULL)}, crawl<n>, crawl<n>d<deg>, a<n>, c<n>)")
 
 
 def batches(g: EdgeSequence, size: int):
@@ -364,6 +386,167 @@ def print_table(rows, baselines: bool, markdown: bool) -> None:
         print("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
 
 
+# ------------------------------------------------------ whole graph (issue 22)
+WHOLE = ["crawl200000", "crawl1000000d11"]
+
+
+def node_batches(g: EdgeSequence, k: int):
+    """(new nodes, src, dst) per batch of k crawled pages, as the coordinator submits them:
+    an edge enters with the later of its two ends (ids are crawl order)."""
+    last = np.maximum.accumulate(np.maximum(g.src, g.dst)) if g.m else np.zeros(0, np.int32)
+    have = 0
+    for hi in range(k, g.n + k, k):
+        hi = min(hi, g.n)
+        lo_e, hi_e = np.searchsorted(last, have, side="left"), np.searchsorted(last, hi, side="left")
+        yield hi - have, g.src[lo_e:hi_e], g.dst[lo_e:hi_e]
+        have = hi
+
+
+def time_whole_scc(g: EdgeSequence, mode: str, k: int):
+    """CPU seconds of WholeSCC over every batch, and of its slowest batch."""
+    w = WholeSCC(mode=mode)
+    spent, slowest, batches = 0.0, 0.0, 0
+    for new, s, d in node_batches(g, k):
+        w.add_nodes(new)
+        t = time.process_time()
+        w.add_edges(s, d)
+        dt = time.process_time() - t
+        spent += dt
+        slowest = max(slowest, dt)
+        batches += 1
+    return {"seconds": spent, "slowest_batch_s": slowest, "us_per_insertion": 1e6 * spent / max(g.m, 1),
+            "batches": batches, "count": w.count, "largest": w.largest, "work": w.work,
+            "dropped": w.dropped, "searches": w.searches, "bytes_per_node": w.nbytes / max(g.n, 1),
+            "bytes": w.nbytes}
+
+
+def time_recompute_per_batch(g: EdgeSequence, k: int, samples: int):
+    """Recomputing after every batch, by the kernel's Tarjan and by scipy, timed on
+    ``samples`` evenly spaced prefixes and extrapolated to every batch."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    batches = list(node_batches(g, k))
+    ends_n = np.cumsum([b[0] for b in batches])
+    ends_m = np.cumsum([len(b[1]) for b in batches])
+    pick = np.linspace(0, len(batches) - 1, min(samples, len(batches))).astype(int)
+    ours, theirs = [], []
+    for i in pick:
+        n, m = int(ends_n[i]), int(ends_m[i])
+        a = csr_matrix((np.ones(m, np.int8), (g.src[:m], g.dst[:m])), shape=(n, n))
+        t = time.process_time()
+        k1, _ = scc_of_csr(a.indptr, a.indices)
+        ours.append(time.process_time() - t)
+        t = time.process_time()
+        k2, _ = connected_components(a, directed=True, connection="strong")
+        theirs.append(time.process_time() - t)
+        if k1 != k2:
+            raise SystemExit(f"graphbench: Tarjan found {k1} SCCs, scipy {k2}, at batch {i} of {g.name}")
+    scale = len(batches) / len(pick)
+    return {"tarjan_per_batch_s": sum(ours) * scale, "scipy_per_batch_s": sum(theirs) * scale,
+            "tarjan_final_s": ours[-1], "scipy_final_s": theirs[-1], "samples": len(pick)}
+
+
+def time_hyperball(g: EdgeSequence, log2m: int):
+    w = WholeSCC(g.n, mode="recompute")
+    w.add_edges(g.src, g.dst)
+    t = time.process_time()
+    indptr, indices = w.csr()
+    snapshot = time.process_time() - t
+    t = time.process_time()
+    hb = HyperBall(indptr, indices, log2m=log2m)
+    init = time.process_time() - t
+    passes = []
+    while True:
+        t = time.process_time()
+        more = hb.step()
+        passes.append(time.process_time() - t)
+        if not more:
+            break
+    total = snapshot + init + sum(passes)
+    from abc_crawler.kernels.distances import estimated_figures
+
+    f = estimated_figures(hb.nf, hb.nf_replicates)
+    return {"log2m": log2m, "snapshot_s": snapshot, "init_s": init, "pass_s": passes, "passes": hb.passes,
+            "seconds": total, "median_pass_s": statistics.median(passes), "max_pass_s": max(passes),
+            "bytes_per_node": (hb.nbytes + indptr.nbytes + indices.nbytes) / max(g.n, 1),
+            "avg_distance": f["avg_distance"], "effective_diameter": f["effective_diameter"]}
+
+
+def time_bfs(g: EdgeSequence, sources: int):
+    """scipy BFS from ``sources`` random sources, scaled to all n sources."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    a = csr_matrix((np.ones(g.m, np.int8), (g.src, g.dst)), shape=(g.n, g.n))
+    src = np.random.default_rng(0).choice(g.n, size=min(sources, g.n), replace=False)
+    t = time.process_time()
+    for chunk in np.array_split(src, max(1, src.size // 16)):
+        shortest_path(a, directed=True, unweighted=True, indices=chunk)
+    dt = time.process_time() - t
+    return {"sources": int(src.size), "seconds": dt, "all_sources_s": dt / src.size * g.n}
+
+
+def bench_whole(name: str, args) -> dict:
+    t = time.perf_counter()
+    g = make_graph(name)
+    print(f"# {g.name}: {g.n} nodes, {g.m} edges, generated in {time.perf_counter() - t:.1f} s",
+          file=sys.stderr, flush=True)
+    row = {"graph": g.name, "n": g.n, "edges": g.m, "batch_nodes": args.whole_nodes}
+    runs = [time_whole_scc(g, "search", args.whole_nodes) for _ in range(args.runs)]
+    best = runs[0] | {"seconds": statistics.median(r["seconds"] for r in runs), "runs": [r["seconds"] for r in runs]}
+    best["us_per_insertion"] = 1e6 * best["seconds"] / max(g.m, 1)
+    row["scc_search"] = best
+    row["scc_recompute"] = time_recompute_per_batch(g, args.whole_nodes, args.scipy_samples)
+    row["hyperball"] = time_hyperball(g, args.log2m)
+    row["bfs"] = time_bfs(g, args.bfs_sources)
+    return row
+
+
+WHOLE_HEADER = ["graph", "n", "edges", "batches", "SCC search s (us/ins, slowest batch)", "entries read",
+                "SCC B/node", "Tarjan/batch s", "scipy cc/batch s", "Tarjan / scipy at n",
+                "HyperBall s (passes, median pass)", "HB B/node", "all-sources BFS s"]
+
+
+def fmt_whole(r: dict) -> list[str]:
+    a, rc, hb, bfs = r["scc_search"], r["scc_recompute"], r["hyperball"], r["bfs"]
+    return [r["graph"], str(r["n"]), str(r["edges"]), str(a["batches"]),
+            f"{a['seconds']:.3g} ({a['us_per_insertion']:.3g}, {a['slowest_batch_s']:.3g})",
+            str(a["work"]), f"{a['bytes_per_node']:.0f}",
+            f"~{rc['tarjan_per_batch_s']:.3g}", f"~{rc['scipy_per_batch_s']:.3g}",
+            f"{rc['tarjan_final_s']:.3g} / {rc['scipy_final_s']:.3g}",
+            f"{hb['seconds']:.3g} ({hb['passes']}, {hb['median_pass_s']:.3g})", f"{hb['bytes_per_node']:.0f}",
+            f"~{bfs['all_sources_s']:.3g}"]
+
+
+def run_whole(names, args) -> int:
+    print(f"# graphbench --whole: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}, NumPy {np.__version__}; batches of {args.whole_nodes} pages, "
+          f"HyperBall 2^{args.log2m} registers, CPU seconds, median of {args.runs}", flush=True)
+    rows = [bench_whole(name, args) for name in names]
+    body = [fmt_whole(r) for r in rows]
+    if args.markdown:
+        print("| " + " | ".join(WHOLE_HEADER) + " |")
+        print("|" + "|".join("---" for _ in WHOLE_HEADER) + "|")
+        for cells in body:
+            print("| " + " | ".join(cells) + " |")
+    else:
+        widths = [max(len(h), *(len(c[k]) for c in body)) for k, h in enumerate(WHOLE_HEADER)]
+        for cells in [WHOLE_HEADER] + body:
+            print("  ".join(c.rjust(w) for c, w in zip(cells, widths)))
+    for r in rows:
+        a, rc, hb = r["scc_search"], r["scc_recompute"], r["hyperball"]
+        print(f"# {r['graph']}: SCC {a['count']} (largest {a['largest']}); search / recompute-per-batch = "
+              f"{a['seconds']:.3g} / {rc['tarjan_per_batch_s']:.3g} s = 1 : {rc['tarjan_per_batch_s'] / a['seconds']:.0f}; "
+              f"HyperBall passes {', '.join(f'{x:.2f}' for x in hb['pass_s'][:12])}{' ...' if hb['passes'] > 12 else ''}; "
+              f"avg distance {hb['avg_distance']['estimate']:.3f} ± {hb['avg_distance']['se']:.3f}, "
+              f"effective diameter {hb['effective_diameter']['estimate']:.2f} ± {hb['effective_diameter']['se']:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"argv": sys.argv[1:], "rows": rows}, f, indent=1)
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -391,6 +574,11 @@ def main(argv=None) -> int:
                         "(as the coordinator does); memory is then measured while growing")
     p.add_argument("--rss", action="store_true",
                    help="also measure each kernel's peak RSS growth in a fresh process")
+    p.add_argument("--whole", action="store_true",
+                   help=f"whole-graph statistics instead (WholeSCC, HyperBall; default graphs {','.join(WHOLE)})")
+    p.add_argument("--whole-nodes", type=int, default=2048, help="--whole: pages per batch (2048 = 8 ranks x 256)")
+    p.add_argument("--log2m", type=int, default=7, help="--whole: HyperBall registers per node, as a power of 2 (7)")
+    p.add_argument("--bfs-sources", type=int, default=64, help="--whole: BFS sources timed for the all-sources estimate")
     p.add_argument("--networkit-worker", metavar="GRAPH", help=argparse.SUPPRESS)
     p.add_argument("--rss-worker", metavar="KIND:GRAPH:DTYPE", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -412,6 +600,11 @@ def main(argv=None) -> int:
         p.error("--kernels: apsd and scc, optionally stats")
     if args.nk_runs is None:
         args.nk_runs = args.runs
+    if args.whole:
+        if args.runs == 3 and "--runs" not in (argv or sys.argv):
+            args.runs = 1
+        names = args.graphs.split(",") if args.graphs else WHOLE
+        return run_whole(names + [f"session:{d}" for d in args.session], args)
     names = args.graphs.split(",") if args.graphs else (QUICK if args.quick else FULL)
     if args.quick:
         args.runs = 1

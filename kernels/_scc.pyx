@@ -35,6 +35,7 @@ from kernels._types cimport (ABC_PREFETCH, PREFETCH_AHEAD, WORD_BITS, WORD_MASK,
                              WORD_SHIFT, node_t, word_t)
 from kernels._rowstore cimport (RowStore, rowstore_add_rows, rowstore_free,
                                 rowstore_init, rowstore_nbytes, rowstore_set_row_bytes)
+from kernels._unionfind cimport uf_find as _find, uf_labels
 
 from abc_crawler.kernels._validation import as_count, as_edge_arrays
 
@@ -47,13 +48,6 @@ cdef struct SccTally:
     int64_t self_loops  # edges u -> u, ignored
     int64_t components  # current number of SCCs (singletons included)
     int64_t rows_changed  # rows that gained bits so far
-
-
-cdef inline node_t _find(node_t* parent, node_t x) noexcept nogil:
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]       # path halving
-        x = parent[x]
-    return x
 
 
 cdef inline bint _union(node_t* parent, node_t* size, node_t a, node_t b) noexcept nogil:
@@ -365,19 +359,13 @@ cdef class SCC:
         -----
         O(n alpha(n)).
         """
-        cdef Py_ssize_t n = self._store.n_rows, x
-        out = np.empty(n, dtype=np.int32)
+        cdef Py_ssize_t n = self._store.n_rows
+        out = np.empty(max(n, 1), dtype=np.int32)
         cdef node_t[::1] o = out
         cdef node_t[::1] first = np.full(max(n, 1), -1, dtype=np.int32)
-        cdef node_t nxt = 0, r
-        cdef node_t* p = &self._parent[0] if self._parent.shape[0] else NULL
-        for x in range(n):
-            r = _find(p, <node_t> x)
-            if first[r] < 0:
-                first[r] = nxt
-                nxt += 1
-            o[x] = first[r]
-        return out
+        if n:
+            uf_labels(&self._parent[0], n, &first[0], &o[0])
+        return out[:n]
 
     def closure(self):
         """A copy of the transitive closure as an n x n bool matrix (T[u, u] is

@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-__all__ = ["DistanceOverflowError", "as_edge_arrays", "as_count"]
+__all__ = ["DistanceOverflowError", "as_edge_arrays", "as_count", "as_csr"]
 
 
 class DistanceOverflowError(OverflowError):
@@ -90,3 +90,44 @@ def as_edge_arrays(src, dst, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
             which = u if not 0 <= u < n_nodes else v
             raise ValueError(f"edge {e}: ({u}, {v}): node id {which} out of range [0, {n_nodes})")
     return (np.ascontiguousarray(s, dtype=np.int32), np.ascontiguousarray(d, dtype=np.int32))
+
+
+def as_csr(indptr, indices) -> tuple[np.ndarray, np.ndarray, int]:
+    """Validate a CSR digraph; return ``(indptr int64, indices int32, n)``.
+
+    ``indices`` is returned with at least one entry (a 0 when the graph has
+    no edge), so that kernels may take its address; ``indptr[n]`` says how
+    many are edges.
+
+    Raises
+    ------
+    ValueError
+        Not 1-D integer arrays, ``indptr`` not running from 0 to
+        ``len(indices)`` or decreasing, or a target out of ``[0, n)``; the
+        message says which and where.
+
+    Examples
+    --------
+    >>> ip, ix, n = as_csr([0, 2, 2], [1, 0])
+    >>> ip.dtype, ix.tolist(), n
+    (dtype('int64'), [1, 0], 2)
+    """
+    ip = np.asarray(indptr)
+    ix = np.asarray(indices)
+    if ip.ndim != 1 or ip.shape[0] < 1 or ip.dtype.kind not in "iu":
+        raise ValueError(f"indptr: expected a 1-D integer array of n + 1 >= 1 entries, got shape {ip.shape}, "
+                         f"dtype {ip.dtype}")
+    if ix.ndim != 1 or (ix.size and ix.dtype.kind not in "iu"):
+        raise ValueError(f"indices: expected a 1-D integer array, got shape {ix.shape}, dtype {ix.dtype}")
+    n = ip.shape[0] - 1
+    if int(ip[0]) != 0 or int(ip[n]) != ix.shape[0]:
+        raise ValueError(f"indptr must run from 0 to len(indices) = {ix.shape[0]}, got {int(ip[0])} .. {int(ip[n])}")
+    if n and (np.diff(ip) < 0).any():
+        raise ValueError(f"indptr decreases at row {int(np.argmax(np.diff(ip) < 0))}")
+    if ix.size and (int(ix.min()) < 0 or int(ix.max()) >= n):
+        bad = int(np.argmax((ix < 0) | (ix >= n)))
+        raise ValueError(f"indices[{bad}] = {int(ix[bad])} out of range [0, {n})")
+    if n >= 2 ** 31 - 1:
+        raise ValueError(f"too many nodes for int32 ids: {n}")
+    return (np.ascontiguousarray(ip, dtype=np.int64),
+            np.ascontiguousarray(ix, dtype=np.int32) if ix.size else np.zeros(1, np.int32), n)

@@ -8,7 +8,12 @@ obvious thing, with no attention to memory or speed:
 * :class:`ReferenceSCC`: SPAWC SCC Algorithm 2 on a bool matrix; components
   read off mutual reachability.
 * :class:`ReferenceDegrees`: a Python set of edges and per-node counters.
-* :func:`bfs_distances`: all-pairs BFS from scratch, in plain Python.
+* :class:`ReferenceWholeSCC`: the whole graph's components recomputed from
+  scratch after every batch (:func:`scc_labels`, Kosaraju in plain Python).
+* :class:`ReferenceHyperBall`: HyperBall with NumPy, every counter and every
+  estimate recomputed at every pass (the kernel updates them by differences).
+* :func:`bfs_distances`: all-pairs BFS from scratch, in plain Python;
+  :func:`neighbourhood_function`: the exact N(t) from it.
 """
 from __future__ import annotations
 
@@ -18,7 +23,9 @@ import numpy as np
 
 from abc_crawler.kernels._validation import as_count, as_edge_arrays
 
-__all__ = ["ReferenceAPSD", "ReferenceSCC", "ReferenceDegrees", "bfs_distances", "distance_stats"]
+__all__ = ["ReferenceAPSD", "ReferenceSCC", "ReferenceDegrees", "ReferenceWholeSCC", "ReferenceHyperBall",
+           "bfs_distances", "distance_stats", "scc_labels", "neighbourhood_function", "splitmix64",
+           "hll_estimates"]
 
 _INF = 1 << 40      # "no path"; sums of two stay far below int64 overflow
 
@@ -240,3 +247,194 @@ class ReferenceDegrees:
     @property
     def dangling(self) -> int:
         return int((self.out_degree() == 0).sum())
+
+
+# ----------------------------------------------------------------- whole graph
+def scc_labels(n: int, src, dst) -> np.ndarray:
+    """Strong components by Kosaraju's algorithm (two iterative DFS), plain Python.
+
+    Labels are numbered 0, 1, ... in order of each component's smallest node.
+
+    Examples
+    --------
+    >>> scc_labels(4, [0, 1, 2], [1, 0, 3]).tolist()
+    [0, 0, 1, 2]
+    """
+    out: list[list[int]] = [[] for _ in range(n)]
+    inn: list[list[int]] = [[] for _ in range(n)]
+    for u, v in zip(np.asarray(src).tolist(), np.asarray(dst).tolist()):
+        out[u].append(v)
+        inn[v].append(u)
+    seen = [False] * n
+    finish: list[int] = []
+    for s in range(n):                          # 1: finishing order on the graph
+        if seen[s]:
+            continue
+        seen[s] = True
+        stack = [(s, iter(out[s]))]
+        while stack:
+            v, it = stack[-1]
+            for w in it:
+                if not seen[w]:
+                    seen[w] = True
+                    stack.append((w, iter(out[w])))
+                    break
+            else:
+                stack.pop()
+                finish.append(v)
+    comp = [-1] * n
+    k = 0
+    for s in reversed(finish):                  # 2: DFS on the reverse graph
+        if comp[s] >= 0:
+            continue
+        comp[s] = k
+        todo = [s]
+        while todo:
+            v = todo.pop()
+            for w in inn[v]:
+                if comp[w] < 0:
+                    comp[w] = k
+                    todo.append(w)
+        k += 1
+    first: dict[int, int] = {}
+    return np.array([first.setdefault(c, len(first)) for c in comp], dtype=np.int32)
+
+
+class ReferenceWholeSCC:
+    """The whole graph's components, recomputed from scratch after every batch."""
+
+    def __init__(self, n: int = 0):
+        self.n = 0
+        self.src: list[int] = []
+        self.dst: list[int] = []
+        self._labels = np.zeros(0, dtype=np.int32)
+        self.add_nodes(n)
+
+    def add_nodes(self, k: int) -> None:
+        k = as_count(k)
+        self._labels = np.concatenate([self._labels, np.arange(k, dtype=np.int32) + (
+            int(self._labels.max()) + 1 if self._labels.size else 0)])
+        self.n += k
+
+    def add_edges(self, src, dst) -> int:
+        s, d = as_edge_arrays(src, dst, self.n)
+        keep = s != d
+        self.src += s[keep].tolist()
+        self.dst += d[keep].tolist()
+        self._labels = scc_labels(self.n, self.src, self.dst)
+        return int(keep.sum())
+
+    def labels(self) -> np.ndarray:
+        return scc_labels(self.n, self.src, self.dst)
+
+    @property
+    def count(self) -> int:
+        return int(np.unique(self.labels()).size)
+
+    @property
+    def largest(self) -> int:
+        lab = self.labels()
+        return int(np.bincount(lab).max()) if lab.size else 0
+
+    def size_counts(self) -> np.ndarray:
+        sizes = np.bincount(np.bincount(self.labels())) if self.n else np.zeros(0, np.int64)
+        nz = np.flatnonzero(sizes)
+        return np.stack([nz, sizes[nz]], axis=1).astype(np.int64) if nz.size else np.zeros((0, 2), np.int64)
+
+
+def neighbourhood_function(n: int, src, dst) -> np.ndarray:
+    """Exact N(t), t = 0 .. the largest finite distance: pairs (x, y) with d(x, y) <= t.
+
+    Examples
+    --------
+    >>> neighbourhood_function(3, [0, 1], [1, 2]).tolist()
+    [3, 5, 6]
+    """
+    d = bfs_distances(n, src, dst, unreachable=-1)
+    fin = d[d >= 0]
+    return np.cumsum(np.bincount(fin)) if fin.size else np.zeros(1, dtype=np.int64)
+
+
+_M64 = (1 << 64) - 1
+
+
+def splitmix64(z: int) -> int:
+    """The splitmix64 finalizer on a Python int (the kernels' node hash)."""
+    z = (z + 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _sigma(x: float) -> float:
+    if x >= 1.0:
+        return float("inf")
+    y, z, zp = 1.0, x, -1.0
+    while z != zp:
+        x *= x
+        zp = z
+        z += x * y
+        y += y
+    return z
+
+
+def hll_estimates(reg: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ertl's estimate of every counter (rows of ``reg``), and without each register group.
+
+    Returns ``(full [n], loo [n, groups])``.
+    """
+    reg = np.asarray(reg)
+    n, m = reg.shape
+    gsize = m // groups
+    alpha = 1 / (2 * np.log(2))
+    p = np.where(reg > 0, np.ldexp(1.0, -reg.astype(np.int64)), 0.0)
+    zeros = (reg == 0)
+    sg = p.reshape(n, groups, gsize).sum(axis=2)
+    zg = zeros.reshape(n, groups, gsize).sum(axis=2)
+    S, Z = sg.sum(axis=1), zg.sum(axis=1)
+    sig = np.vectorize(lambda z, mm: mm * _sigma(z / mm))
+    full = alpha * m * m / (S + sig(Z, m))
+    ml = m - gsize if groups > 1 else m
+    loo = alpha * ml * ml / ((S[:, None] - sg) + sig(Z[:, None] - zg, ml)) if groups > 1 else full[:, None]
+    return full, loo
+
+
+class ReferenceHyperBall:
+    """HyperBall with NumPy: the counters of every node at every pass, estimated from scratch."""
+
+    def __init__(self, n: int, src, dst, log2m: int = 7, seed: int = 0, groups: int | None = None):
+        s, d = as_edge_arrays(src, dst, n)
+        self.n, self.log2m = n, log2m
+        m = 1 << log2m
+        self.groups = min(32, m // 2) if groups is None else groups
+        self.src, self.dst = s.astype(np.int64), d.astype(np.int64)
+        reg = np.zeros((n, m), dtype=np.uint8)
+        key = splitmix64(seed & _M64)
+        for x in range(n):
+            h = splitmix64(x ^ key)
+            w = ((h << log2m) & _M64) | (1 << (log2m - 1))
+            reg[x, h >> (64 - log2m)] = 64 - w.bit_length() + 1
+        self.reg = reg
+        self.history = [reg.copy()]
+        self._record()
+
+    def _record(self) -> None:
+        full, loo = hll_estimates(self.reg, self.groups)
+        if not hasattr(self, "nf"):
+            self.nf, self.replicates = [], []
+        self.nf.append(float(full.sum()))
+        self.replicates.append(loo.sum(axis=0))
+
+    def run(self) -> int:
+        """Passes until no counter changes; returns the passes that changed one."""
+        k = 0
+        while True:
+            new = self.reg.copy()
+            if self.src.size:
+                np.maximum.at(new, self.src, self.reg[self.dst])
+            if np.array_equal(new, self.reg):
+                return k
+            self.reg = new
+            self.history.append(new.copy())
+            self._record()
+            k += 1

@@ -1,4 +1,5 @@
-"""Tests of the GraphStats facade (abc_crawler.kernels.GraphStats)."""
+"""Tests of the GraphStats facade (abc_crawler.kernels.GraphStats): every figure
+against the pure-Python references, in its scope (whole graph / first N pages)."""
 from __future__ import annotations
 
 import logging
@@ -8,11 +9,14 @@ import numpy as np
 import pytest
 
 from abc_crawler.kernels import GraphStats, graphs
-from abc_crawler.kernels.reference import ReferenceDegrees, ReferenceSCC, bfs_distances, distance_stats
+from abc_crawler.kernels.distances import exact_figures
+from abc_crawler.kernels.reference import (ReferenceDegrees, ReferenceSCC, ReferenceWholeSCC, bfs_distances,
+                                           distance_stats)
 
 I32 = np.int32
 KEYS = {"nodes", "edges", "scc_count", "dangling", "diameter", "avg_distance", "stats_nodes",
-        "capped", "in_degree_hist", "out_degree_hist", "duplicate_edges", "self_loops", "apsd_overflow"}
+        "capped", "in_degree_hist", "out_degree_hist", "duplicate_edges", "self_loops", "apsd_overflow",
+        "whole", "first_n"}
 
 
 def arr(xs):
@@ -20,7 +24,7 @@ def arr(xs):
 
 
 def expected(n, src, dst, cap=None):
-    """Summary computed from scratch with the references."""
+    """Summary computed from scratch with the references (no distance estimates yet)."""
     deg = ReferenceDegrees(n)
     deg.add_edges(src, dst)
     k = n if cap is None else min(n, cap)
@@ -28,13 +32,41 @@ def expected(n, src, dst, cap=None):
     s, d = np.asarray(src)[keep], np.asarray(dst)[keep]
     scc = ReferenceSCC(k)
     scc.add_edges(s, d)
-    diameter, avg, _ = distance_stats(bfs_distances(k, s, d), 255)
+    dist = bfs_distances(k, s, d)
+    diameter, avg, hist = distance_stats(dist, 255)
+    whole = ReferenceWholeSCC(n)
+    whole.add_edges(src, dst)
+    ex = exact_figures(k, hist)
     return {"nodes": n, "edges": deg.edges, "scc_count": scc.count, "dangling": deg.dangling,
             "diameter": diameter, "avg_distance": avg, "stats_nodes": k,
             "capped": cap is not None and n > cap,
             "in_degree_hist": deg.in_hist().tolist() if n else [],
             "out_degree_hist": deg.out_hist().tolist() if n else [],
-            "duplicate_edges": deg.duplicates, "self_loops": deg.self_loops, "apsd_overflow": False}
+            "duplicate_edges": deg.duplicates, "self_loops": deg.self_loops, "apsd_overflow": False,
+            "whole": {"scope": "whole graph", "nodes": n, "edges": deg.edges, "scc_count": whole.count,
+                      "largest_scc": whole.largest, "scc_sizes": whole.size_counts().tolist(),
+                      "reachable_pairs": None, "avg_distance": None, "effective_diameter": None,
+                      "neighbourhood_function": None, "hyperball": None},
+            "first_n": {"scope": f"first {k} pages", "n": k, "max_pages": cap,
+                        "capped": cap is not None and n > cap, "scc_count": scc.count,
+                        "largest_scc": int(np.bincount(scc.labels()).max()) if k else 0,
+                        "diameter": diameter, "avg_distance": avg,
+                        "effective_diameter": ex["effective_diameter"],
+                        "reachable_pairs": ex["reachable_pairs"], "apsd_overflow": False,
+                        "pending_edges": 0, "method": "incremental"}}
+
+
+def same(got, want):
+    """``got == want`` with float figures compared to 1e-12."""
+    got, want = dict(got), dict(want)
+    got["whole"], want["whole"] = dict(got["whole"]), dict(want["whole"])
+    got["first_n"], want["first_n"] = dict(got["first_n"]), dict(want["first_n"])
+    for sect in (got, got["first_n"]):
+        other = want if sect is got else want["first_n"]
+        for key in ("avg_distance", "effective_diameter"):
+            if key in sect:
+                assert sect.pop(key) == pytest.approx(other.pop(key), rel=1e-12, abs=1e-12), key
+    assert got == want
 
 
 def test_summary_of_a_small_graph():
@@ -43,10 +75,15 @@ def test_summary_of_a_small_graph():
     assert gs.add_edges(arr([0, 1, 2, 0, 0, 3]), arr([1, 2, 0, 1, 0, 3])) == 3
     s = gs.summary()
     assert set(s) == KEYS
+    whole, first = s.pop("whole"), s.pop("first_n")
     assert s == {"nodes": 4, "edges": 3, "scc_count": 2, "dangling": 1, "diameter": 2,
                  "avg_distance": 1.5, "stats_nodes": 4, "capped": False,
                  "in_degree_hist": [1, 3], "out_degree_hist": [1, 3],
                  "duplicate_edges": 1, "self_loops": 2, "apsd_overflow": False}
+    assert (whole["scope"], whole["scc_count"], whole["largest_scc"], whole["scc_sizes"]) == (
+        "whole graph", 2, 3, [[1, 1], [3, 1]])
+    assert (first["scope"], first["diameter"], first["reachable_pairs"], first["effective_diameter"]) == (
+        "first 4 pages", 2, 6, pytest.approx(1.8))
     assert gs.scc_labels().tolist() == [0, 0, 0, 1]
 
 
@@ -62,9 +99,7 @@ def test_summary_matches_references_batch_by_batch():
     gs.add_nodes(g.n)
     for lo in range(0, g.m, 97):
         gs.add_edges(g.src[lo:lo + 97], g.dst[lo:lo + 97])
-        got, want = gs.summary(), expected(g.n, g.src[:lo + 97], g.dst[:lo + 97])
-        assert got.pop("avg_distance") == pytest.approx(want.pop("avg_distance"), rel=1e-12)
-        assert got == want
+        same(gs.summary(), expected(g.n, g.src[:lo + 97], g.dst[:lo + 97]))
 
 
 def test_nodes_arrive_over_time_like_the_coordinator():
@@ -76,9 +111,9 @@ def test_nodes_arrive_over_time_like_the_coordinator():
         gs.add_nodes(1)
         sel = order == v
         gs.add_edges(g.src[sel], g.dst[sel])
-    got, want = gs.summary(), expected(g.n, g.src, g.dst)
-    assert got.pop("avg_distance") == pytest.approx(want.pop("avg_distance"), rel=1e-12)
-    assert got == want
+    want = expected(g.n, g.src, g.dst)
+    want["first_n"]["max_pages"] = 1000
+    same(gs.summary(), want)
 
 
 def test_cap_degrees_cover_everything_distances_only_the_first_nodes():
@@ -91,9 +126,8 @@ def test_cap_degrees_cover_everything_distances_only_the_first_nodes():
     gs.add_edges(src, dst)
     s = gs.summary()
     assert s["capped"] and s["stats_nodes"] == cap and s["nodes"] == n
-    got, want = s, expected(n, src, dst, cap=cap)
-    assert got.pop("avg_distance") == pytest.approx(want.pop("avg_distance"), rel=1e-12)
-    assert got == want
+    same(s, expected(n, src, dst, cap=cap))
+    assert s["whole"]["nodes"] == n and s["first_n"]["n"] == cap
     assert gs.scc_labels().shape == (cap,)
 
 
@@ -162,3 +196,55 @@ def test_worker_thread_and_concurrent_summaries():
     assert all(e % 2000 == 0 or e == g.m for e in seen)
     s = gs.summary()
     assert (s["edges"], s["scc_count"], s["diameter"], s["avg_distance"]) == (g.m, 1, 1, 1.0)
+
+
+def test_deferred_first_n_catches_up_to_the_same_figures():
+    g = graphs.crawl_like(300, seed=3)
+    now = GraphStats(max_nodes=120)
+    later = GraphStats(max_nodes=120, defer_first_n=True)
+    order = np.maximum(g.src, g.dst)
+    for lo in range(0, g.n, 50):
+        sel = (order >= lo) & (order < lo + 50)
+        for gs in (now, later):
+            gs.add_nodes(min(50, g.n - lo))
+            gs.add_edges(g.src[sel], g.dst[sel])
+        s = later.summary()
+        assert s["whole"] == now.summary()["whole"]           # the whole graph is never deferred
+        assert s["first_n"]["n"] == 0 and s["first_n"]["pending_edges"] == later.first_n_pending
+    assert later.first_n_pending > 0
+    steps = 0
+    while later.advance_first_n(max_edges=100):
+        steps += 1
+    assert steps > 5                                           # done in pieces
+    assert later.first_n_pending == 0 and not later.advance_first_n()
+    same(later.summary(), now.summary())
+    assert not now.advance_first_n()
+
+
+def test_finish_first_n_recomputes_what_the_kernels_had_not_done():
+    g = graphs.crawl_like(400, seed=4)
+    behind = GraphStats(max_nodes=150, defer_first_n=True)
+    behind.add_nodes(g.n)
+    behind.add_edges(g.src, g.dst)
+    behind.advance_first_n(max_edges=200)                  # part of the work done incrementally
+    assert behind.first_n_pending > 0
+    assert behind.finish_first_n() == "recomputed"
+    want = expected(g.n, g.src, g.dst, cap=150)
+    want["first_n"]["method"] = "recomputed"
+    same(behind.summary(), want)
+    assert behind.finish_first_n() == "recomputed"          # nothing new: nothing to do
+    # new edges inside the first N pages make the figures unknown until the next finish
+    extra_s, extra_d = arr([3, 149]), arr([140, 7])
+    behind.add_edges(extra_s, extra_d)
+    assert behind.summary()["first_n"]["diameter"] is None
+    behind.finish_first_n()
+    src, dst = np.concatenate([g.src, extra_s]), np.concatenate([g.dst, extra_d])
+    want = expected(g.n, src, dst, cap=150)
+    want["first_n"]["method"] = "recomputed"
+    same(behind.summary(), want)
+    # without recomputation the waiting work is done by the kernels themselves
+    slow = GraphStats(max_nodes=150, defer_first_n=True)
+    slow.add_nodes(g.n)
+    slow.add_edges(g.src, g.dst)
+    assert slow.finish_first_n(recompute=False) == "incremental" and slow.first_n_pending == 0
+    same(slow.summary(), expected(g.n, g.src, g.dst, cap=150))

@@ -68,21 +68,12 @@ def test_crawl_finds_exactly_the_reachable_web():
         assert stats["ranks"] == MPI.COMM_WORLD.Get_size()
         assert stats["stopped"] == "done"
         assert len(stats["per_rank"]) == stats["ranks"]
-        # live graph statistics equal scipy's on the saved graph
-        import numpy as np
-        from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import connected_components
-        g = facts["metrics"]["graph"]
-        n = g.n_nodes
-        a = csr_matrix((np.ones(len(g.edge_src)), (g.edge_src, g.edge_dst)), shape=(n, n))
-        assert stats["graph"]["scc_count"] == connected_components(a, directed=True, connection="strong")[0]
-        outdeg = np.bincount(g.edge_src, minlength=n)
-        assert stats["graph"]["dangling"] == int((outdeg == 0).sum())
-        from scipy.sparse.csgraph import shortest_path
-        d = shortest_path(a, directed=True, unweighted=True)
-        off = ~np.eye(n, dtype=bool) & np.isfinite(d)
-        assert stats["graph"]["diameter"] == int(d[off].max())
-        assert stats["graph"]["avg_distance"] == pytest.approx(float(d[off].mean()), rel=1e-9)
+        # live graph statistics equal scipy's on the saved graph: whole graph (exact SCCs,
+        # HyperBall estimates within 4 standard errors: node ids follow the crawl order, so
+        # the estimate differs run to run) and first N pages (exact; here N >= every page)
+        from graphcheck import check_graph_stats
+        check_graph_stats(tmp / f"session-{MPI.COMM_WORLD.Get_size()}", sigmas=4.0)
+        assert not stats["graph"]["first_n"]["capped"]
 
 
 def test_crawl_with_small_supersteps_and_batches():
