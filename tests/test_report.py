@@ -368,3 +368,19 @@ def test_where_the_time_went_names_the_bound():
     rows = {r[0]: r[1:] for r in body}
     assert rows["wall time, s"] == ["240.0", "40.0"] and rows["wall time, session / against"][0] == "6.00"
     assert rows["waiting for slots, all ranks, s"] == ["200.0", "1.0"]
+
+
+def test_graph_figures_name_scope_and_kind_for_new_and_old_sessions():
+    from abc_crawler.report.timing import graph_figure_rows
+
+    new = {"graph": {"nodes": 10, "edges": 20, "dangling": 1,
+                     "whole": {"nodes": 10, "edges": 20, "scc_count": 3, "largest_scc": 8},
+                     "first_n": {"n": 5, "capped": True, "scc_count": 2, "largest_scc": 4, "diameter": 3,
+                                 "avg_distance": 1.5, "effective_diameter": 2.1}}}
+    labels = [k for k, _ in graph_figure_rows(new)]
+    assert labels[0] == "graph, whole (exact)" and any(lbl.startswith("graph, first 5 pages (exact)") for lbl in labels)
+    old = {"graph": {"nodes": 30000, "edges": 9, "scc_count": 5036, "dangling": 2, "diameter": 55,
+                     "avg_distance": 16.98, "stats_nodes": 20000, "capped": True}}
+    rows = dict(graph_figure_rows(old))
+    assert rows["graph, whole (exact)"] == "30000 nodes, 9 edges"
+    assert "5036 SCC" in rows["graph, first 20000 pages (exact)"]    # not presented as the whole graph's

@@ -12,7 +12,7 @@ from .figures import (FIGURE_KIND, FIGURES, PCT_DECIMALS, measured_figures, pred
                       resolve_partvec)
 from .load import SessionFiles
 from .thesis import DEFAULT_PARTS, dataset_properties, thesis_table
-from .timing import time_figures
+from .timing import graph_figure_rows, time_figures
 
 __all__ = ["REPORT_FORMAT", "build_report", "per_superstep"]
 
@@ -115,6 +115,8 @@ def build_report(session: SessionFiles, against: SessionFiles | None = None, *, 
                           "against": None if against is None else per_superstep(against)},
         "notes": notes,
         "time": time_figures(session.stats, against.stats if against is not None else None),
+        "graph": {"session": graph_figure_rows(session.stats),
+                  "against": graph_figure_rows(against.stats) if against is not None else None},
     }
     if thesis:
         rep["dataset"] = dataset_properties(g, url_len, hosts)

@@ -134,6 +134,9 @@ def render_text(rep: dict) -> str:
     if rep.get("time"):
         out.append("")
         out.append(_text_table(*time_rows(rep["time"])))
+    if rep.get("graph"):
+        out.append("")
+        out += [f"{k}: {v}" for k, v in rep["graph"]["session"]]
     th = rep.get("thesis")
     if th and th["rows"]:
         out.append("")
@@ -183,6 +186,14 @@ def render_markdown(rep: dict, plots: dict[str, str] | None = None) -> str:
                "What bounded the wall time: the biggest host's politeness-bound makespan (its batches × its rest, "
                "plus Crawl-delays), the busiest rank, waiting for phase slots with work queued, or the exchange "
                "(`stats.json` `bounds` and per-rank idle times).", "", _md_table(*time_rows(rep["time"])), ""]
+    if rep.get("graph"):
+        md += ["## The crawled graph", "", "Each figure names its scope (the whole graph, or the first N pages that "
+               "the exact O(n²) kernels cover) and its kind (exact, or an estimate ± its standard error).", ""]
+        for col, title in (("session", "this session"), ("against", "the other session")):
+            rows = rep["graph"].get(col)
+            if rows:
+                md += [f"### {title}" if rep["graph"].get("against") else "", "",
+                       _md_table(["figure", "value"], [list(r) for r in rows]), ""]
     if rep["notes"]:
         md += [f"> note: {n}" for n in rep["notes"]] + [""]
     for key, title in (("measured_vs_predicted", "Measured and predicted figures"),

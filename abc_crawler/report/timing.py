@@ -3,7 +3,7 @@ makespan), a rank (its busy time), waiting for phase slots, or the exchange — 
 for the session and the one it is compared with (``--against``)."""
 from __future__ import annotations
 
-__all__ = ["time_figures", "time_rows"]
+__all__ = ["time_figures", "time_rows", "graph_figure_rows"]
 
 
 def _one(stats: dict) -> dict:
@@ -88,3 +88,22 @@ def time_rows(tf: dict) -> tuple[list[str], list[list[str]]]:
     if tf.get("wall_ratio") is not None:
         body.append(["wall time, session / against", f"{tf['wall_ratio']:.2f}", ""])
     return head, body
+
+
+def graph_figure_rows(stats: dict) -> list[tuple[str, str]]:
+    """The crawled graph's statistics as labelled rows, each label naming its scope (whole graph or
+    first N pages) and kind (exact or estimate ± standard error). Sessions written before the
+    whole-graph statistics had their figures (``scc_count``, ``diameter``, ``avg_distance``) directly
+    under ``graph``: those are of the first ``stats_nodes`` pages, and are labelled so."""
+    from ..progress import graph_rows
+
+    g = stats.get("graph") or {}
+    if "whole" in g or "first_n" in g:
+        return graph_rows(g)
+    rows = [("graph, whole (exact)", f"{g.get('nodes')} nodes, {g.get('edges')} edges")]
+    if "scc_count" in g:
+        n = g.get("stats_nodes", g.get("nodes"))
+        rows.append((f"graph, first {n} pages (exact)",
+                     f"{g.get('scc_count')} SCC, {g.get('dangling', '-')} dangling, diameter {g.get('diameter', '-')}, "
+                     f"avg distance {g.get('avg_distance', '-')}"))
+    return rows
