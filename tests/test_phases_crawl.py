@@ -127,3 +127,36 @@ def test_a_page_longer_than_a_slot_fails_instead_of_holding_the_crawl(tmp_path):
     # the warm-up (2 x 2 slots of 0.05 s, then 0.1 s, before the 0.2 s ones) cuts uncounted: at most
     # one request in flight per host and slot, so at most hosts x warm-up slots
     assert cuts["warm_up"] <= 3 * 2 * 2
+
+
+def test_a_host_slower_than_half_a_slot_is_still_fetched_to_the_end(tmp_path):
+    """Every response takes 0.3 s and a slot's usable length is about 0.49 s: a request that starts
+    with less than twice the host's time left waits for the next slot — but one is always started at
+    the start of a slot. (The rule without that cap never asked such a host again, and the crawl ran
+    on without finishing.)"""
+    d = tmp_path / "slowish"
+    m = generate(d, n_hosts=2, n_pages=16, seed=8)
+    session = tmp_path / "s"
+    with serve(d, latency=0.3, max_seconds=200):
+        r = crawl_cli(2, d, session, "--phase-seconds", "0.5", "--phase-warmup", "0", "--no-stats",
+                      "--time-limit", "150", timeout=200)
+    assert r.returncode == 0, r.stderr[-3000:]
+    stats = json.loads((session / "stats.json").read_text())
+    assert stats["stopped"] == "done", stats["stopped"]
+    assert stats["requests"] - stats["retries"] == len(m["expected"]["requested"])
+
+
+def test_start_threshold_never_keeps_a_slow_host_out_of_a_whole_slot():
+    from hypothesis import given, strategies as st
+
+    from abc_crawler.crawl.slots import start_threshold
+    from abc_crawler.phases import FULL_SLOT_SHARE
+
+    @given(st.one_of(st.none(), st.floats(0, 1e6)), st.floats(0.05, 100))
+    def check(ht, usable):
+        t = start_threshold(ht, usable)
+        assert t <= max(0.02, FULL_SLOT_SHARE * usable)      # a slot's start always lets it begin
+        if ht is not None and 2 * ht <= FULL_SLOT_SHARE * usable:
+            assert t >= 2 * ht                                 # otherwise it waits for the next slot
+
+    check()

@@ -10,17 +10,33 @@ lease for that slot.
 """
 from __future__ import annotations
 
-from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause
+from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, FULL_SLOT_SHARE, HolderTable, PhaseClock, cut_cause
 from .counters import RankCounters
 from .hosts import HostTable
 
-__all__ = ["SlotGate", "LEASE_POLL_SECONDS"]
+__all__ = ["SlotGate", "LEASE_POLL_SECONDS", "start_threshold"]
 
 #: longest sleep of a rank under phase slots before it looks for leases handed to it (curl's
 #: select does not wake on an MPI message)
 LEASE_POLL_SECONDS = 0.01
 #: shortest time left in a slot for a request to start
 MIN_REQUEST_SECONDS = 0.02
+
+
+def start_threshold(host_time: float | None, usable: float) -> float:
+    """The least time left in a slot for a request to start: twice the host's response time, so
+    that a request unlikely to finish waits for the host's next slot — but never more than
+    :data:`~abc_crawler.phases.FULL_SLOT_SHARE` of the slot's usable length, so that a slow host
+    still gets a request at the start of every slot it is held in (and a cut then counts: the
+    server did not answer within a full slot). Without that cap a host whose measured time
+    exceeded half a slot was never asked again, and the crawl ran on without finishing.
+
+    >>> start_threshold(None, 0.99), start_threshold(0.1, 0.99), round(start_threshold(0.7, 0.99), 3)
+    (0.02, 0.2, 0.891)
+    """
+    if host_time is None:
+        return MIN_REQUEST_SECONDS
+    return max(MIN_REQUEST_SECONDS, min(2 * host_time, FULL_SLOT_SHARE * usable))
 
 
 class SlotGate:
@@ -85,8 +101,7 @@ class SlotGate:
         if w is None or not self.admit(host):
             return 0.0
         left = w[2] - self.clock.shared()
-        ht = self.hosts[host].time
-        if left < MIN_REQUEST_SECONDS or (ht is not None and left < 2 * ht):
+        if left < start_threshold(self.hosts[host].time, w[2] - w[1]):
             return 0.0                   # it would likely be cut: the request waits for the next slot
         return left
 
