@@ -46,6 +46,7 @@ from .robots import SHARE_MAX_BYTES, RobotsCache, decode_shared, encode_shared, 
 from .scope import Scope
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 from .warc import RankWarc
+from .dashboard.vitals import VitalsSender   # issue 24: --dashboard
 
 __all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS", "step_seconds"]
 
@@ -238,6 +239,9 @@ class RankCrawler:
         self.journal: Journal | None = None       # rank 0: every superstep's reports
         self._last_ckpt = time.monotonic()
         self._ckpt_log: CheckpointLog | None = None   # append-only part of the checkpoints
+        # issue 24 (--dashboard): every rank sends its vitals with the exchange; rank 0 publishes snapshots
+        self.vitals = VitalsSender() if cfg.dashboard else None
+        self.dashboard = None                     # rank 0: an abc_crawler.dashboard.Dashboard, set by run_crawl
         self.cpu_before = 0.0                     # CPU seconds of earlier runs (after --resume)
         self.resumed_from: int | None = None
 
@@ -947,7 +951,8 @@ class RankCrawler:
             payloads = self._payloads()
             shared = _frames(encode_shared(self.robots_out) if self.robots_out else b"", self._announce_work())
             self.robots_out = []
-            ex = self.comm.start_superstep(payloads, status, self._take_report(), shared)
+            ex = self.comm.start_superstep(payloads, status, self._take_report(), shared,
+                                           self.vitals.encode(self, status) if self.vitals is not None else None)  # issue 24
             # keep fetching while slower ranks finish their superstep
             t_ex = time.monotonic()
             self.comm.wait(ex, idle=lambda: self.drive(0.005) if self.can_progress() else self._slot_tick())
@@ -972,6 +977,8 @@ class RankCrawler:
                 self.coordinator.end_superstep(self.superstep, t)
             if self.progress is not None:
                 self.progress.update(self.superstep, g, self.coordinator)
+            if self.dashboard is not None:   # issue 24: a snapshot for rank 0's status page
+                self.dashboard.publish(self.superstep, g, ex.vitals, self.coordinator, self.t0)
             stopping = g[_S["signal"]] > 0 or g[_S["time_up"]] > 0 or g[_S["work"]] == 0 or (
                 cfg.max_pages is not None and g[_S["requests"]] >= cfg.max_pages)
             if cfg.checkpoint_seconds > 0 and (g[_S["checkpoint_due"]] > 0 or stopping):
