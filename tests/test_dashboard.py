@@ -158,7 +158,8 @@ def test_charts_are_svg_documents_for_full_and_empty_snapshots():
             assert svg.startswith("<svg") and svg.endswith("</svg>"), name
     full = charts.render("degrees", snapshot(FLAT_SUMMARY))
     assert full.count("<circle") == 7                      # in: degrees 1, 2-3, 4-7, 8; out: 1, 2-3, 4-5
-    assert "no data yet" in charts.render("errors", snapshot(errors={}))
+    assert "no errors" in charts.render("errors", snapshot(errors={}))
+    assert "no data yet" in charts.render("ranks", snapshot(ranks=[]))
     assert "&lt;b&gt;" in charts.render("errors", snapshot(errors={"<b>": 1}))   # text is escaped
 
 

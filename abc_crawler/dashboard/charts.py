@@ -83,7 +83,7 @@ def _degrees(s: dict) -> str:
 
 def _errors(s: dict) -> str:
     items = list(s["errors"].items())[:16]
-    return svg.hbars("errors by kind", [(k, float(v)) for k, v in items])
+    return svg.hbars("errors by kind", [(k, float(v)) for k, v in items], empty="no errors")
 
 
 CHARTS = {"progress": _progress, "ranks": _ranks, "exchange": _exchange, "degrees": _degrees, "errors": _errors}

@@ -87,8 +87,8 @@ class _Plot:
             self.text(self.x0 - 4, y + 3, fmt(t), "end", 9)
 
 
-def _empty(plot: _Plot, label: str) -> str:
-    plot.text((plot.x0 + plot.x1) / 2, (plot.y0 + plot.y1) / 2, "no data yet", size=11, extra=' fill="#888"')
+def _empty(plot: _Plot, label: str, message: str = "no data yet") -> str:
+    plot.text((plot.x0 + plot.x1) / 2, (plot.y0 + plot.y1) / 2 + 4, message, size=11, extra=' fill="#888"')
     return plot.svg(label)
 
 
@@ -182,12 +182,13 @@ def loglog(title: str, series: list[tuple[str, list[float], list[float]]], xlabe
     return p.svg(title)
 
 
-def hbars(title: str, items: list[tuple[str, float]], width: int = 460, bar_h: int = 16) -> str:
-    """Horizontal bars with their labels (e.g. errors by kind), largest first."""
+def hbars(title: str, items: list[tuple[str, float]], width: int = 460, bar_h: int = 16,
+          empty: str = "none") -> str:
+    """Horizontal bars with their labels (e.g. errors by kind), largest first; ``empty`` when there are none."""
     height = 30 + max(1, len(items)) * (bar_h + 4) + 8
     p = _Plot(width, height, title, left=170, bottom=8, top=26)
     if not items:
-        return _empty(p, title)
+        return _empty(p, title, empty)
     top = max(v for _, v in items) or 1
     for i, (lab, v) in enumerate(items):
         y = p.y1 + i * (bar_h + 4)
