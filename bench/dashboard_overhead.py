@@ -7,8 +7,8 @@ One generated web served by nginx on loopback (`make bench-setup` installs it), 
 with the default settings (and `--extra`; by default the exact kernels are capped at 2,000
 pages so that a run does not end with minutes of catching up on a busy machine). Each pair runs
 the same crawl twice, once plain and once with `--dashboard 127.0.0.1:0` while a client fetches
-`/status.json` and the five charts every second (what the page does, at twice its default
-rate); the order within a pair alternates. A whole crawl gives rank 0 the same pages every
+`/status.json` every second (what the page does, at twice its default rate; the page draws its
+charts itself); the order within a pair alternates. A whole crawl gives rank 0 the same pages every
 time (hash assignment), so the pair differs only in the CPU it took. The figure is rank 0's
 pages per CPU-second (`stats.json` per_rank[0]: requests / cpu_s; cpu_s covers every thread of
 rank 0 — the server's, the kernels' — up to the end of the crawl loop), compared within each
@@ -18,6 +18,7 @@ pair; the script prints every pair, the median ratio with / without and the rang
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import re
 import shlex
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
+import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -36,11 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import abc_command, describe_header, ensure_bytecode, generated_web, rotated, write_result  # noqa: E402
 from nginx import serve  # noqa: E402
 
-CHARTS = ("progress", "ranks", "exchange", "degrees", "errors")
 
 
 class Poller(threading.Thread):
-    """Every ``interval`` s: GET /status.json and every chart (as the page does when the snapshot changed)."""
+    """Every ``interval`` s: GET /status.json (over one keep-alive connection, as a browser does)."""
 
     def __init__(self, url: str, interval: float = 1.0):
         super().__init__(daemon=True)
@@ -49,19 +49,19 @@ class Poller(threading.Thread):
         self.done = threading.Event()
 
     def run(self) -> None:
+        host, port = urllib.parse.urlsplit(self.url)[1].rsplit(":", 1)
+        conn = None
         while not self.done.wait(self.interval):
             try:
-                seq = json.loads(self._get("status.json"))["seq"]
-                for c in CHARTS:
-                    self._get(f"chart/{c}.svg?seq={seq}")
+                conn = conn or http.client.HTTPConnection(host, int(port), timeout=5)
+                conn.request("GET", "/status.json")
+                body = conn.getresponse().read()
+                json.loads(body)
+                self.bytes += len(body)
                 self.polls += 1
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 self.errors += 1          # the crawl has ended (or not started serving yet)
-
-    def _get(self, path: str) -> bytes:
-        b = urllib.request.urlopen(self.url + path, timeout=5).read()
-        self.bytes += len(b)
-        return b
+                conn = None
 
 
 def run(ranks: int, web: Path, session: Path, dashboard: bool, extra: list[str], timeout: float) -> dict:

@@ -18,11 +18,10 @@ from hypothesis import given, settings, strategies as st
 from abc_crawler import crash
 from abc_crawler.coordinator import Coordinator, Report, encode_report
 from abc_crawler.crawler import STATUS_FIELDS
-from abc_crawler.dashboard import charts
 from abc_crawler.dashboard.page import Page
 from abc_crawler.dashboard.publisher import Dashboard
 from abc_crawler.dashboard.server import MAX_BODY, MAX_CONNECTIONS, StatusServer, parse_address
-from abc_crawler.dashboard.snapshot import bin_series, build_snapshot, degree_bins, graph_figures
+from abc_crawler.dashboard.snapshot import build_snapshot, degree_bins, graph_figures
 from abc_crawler.dashboard.sources import ExchangeSeries
 from abc_crawler.dashboard.vitals import VitalsSender, decode_vitals
 from dashcheck import documented_schema, schema_problems
@@ -51,7 +50,8 @@ def vitals(rank: int, step: int = 5) -> dict:
 
 def snapshot(summary=None, **kw) -> dict:
     series = ExchangeSeries()
-    series.volume, series.wire, series.messages, series.t = [5, 7], [3, 4], [1, 2], [0.1, 0.4]
+    series.update(SimpleNamespace(step_volume={0: [5], 1: [7]}, step_t={0: 0.1, 1: 0.4},
+                                  exchange_rows=[(0, 0, 1, 3, 1), (1, 0, 1, 4, 1), (1, 1, 0, 0, 1)]), 1)
     from abc_crawler.dashboard.publisher import rank_entry
     from abc_crawler.dashboard.snapshot import merge_errors, merge_hosts
 
@@ -128,18 +128,6 @@ def test_degree_bins_keep_every_node_in_doubling_bins(hist):
         assert c == sum(hist[lo:hi + 1]) and (lo < 2 or hi <= 2 * lo - 1)
 
 
-@given(st.lists(st.integers(0, 1000), max_size=2000), st.integers(1, 300))
-@settings(max_examples=60)
-def test_bin_series_keeps_the_totals_and_at_most_max_points(values, max_points):
-    t = [0.5 * i for i in range(len(values))]
-    out = bin_series({"v": values, "t": t}, max_points, ["v"], ["t"])
-    assert sum(out["v"]) == sum(values) and len(out["v"]) <= max_points
-    assert len(out["superstep"]) == len(out["v"]) == len(out["t"])
-    w = out["width"]
-    assert w & (w - 1) == 0 and (w == 1 or -(-len(values) // (w // 2)) > max_points)    # the smallest power of 2
-    assert out["t"] == [t[min(i + w, len(t)) - 1] for i in range(0, len(t), w)]
-
-
 def test_rate_now_is_over_the_window_and_average_over_the_crawl():
     s = snapshot(history=[(0.0, 0, 0), (4.0, 40, 400), (6.0, 60, 600), (10.0, 160, 1600)], elapsed=10.0,
                  totals={"requests": 160, "bytes": 1600})
@@ -149,18 +137,6 @@ def test_rate_now_is_over_the_window_and_average_over_the_crawl():
     assert s["rate"]["average"] == 16.0 and s["throughput"]["average"] == 160.0
     with pytest.raises(ValueError, match="state"):
         snapshot(state="sleeping")
-
-
-def test_charts_are_svg_documents_for_full_and_empty_snapshots():
-    for snap in (snapshot(WHOLE_SUMMARY), snapshot({"nodes": 0, "edges": 0}, history=[], ranks=[], errors={})):
-        for name in charts.CHARTS:
-            svg = charts.render(name, json.loads(json.dumps(snap)))
-            assert svg.startswith("<svg") and svg.endswith("</svg>"), name
-    full = charts.render("degrees", snapshot(FLAT_SUMMARY))
-    assert full.count("<circle") == 7                      # in: degrees 1, 2-3, 4-7, 8; out: 1, 2-3, 4-5
-    assert "no errors" in charts.render("errors", snapshot(errors={}))
-    assert "no data yet" in charts.render("ranks", snapshot(ranks=[]))
-    assert "&lt;b&gt;" in charts.render("errors", snapshot(errors={"<b>": 1}))   # text is escaped
 
 
 # -- the exchange series, read a little at a time ------------------------------------------------------
@@ -180,9 +156,22 @@ def _truth(co) -> dict:
     ex = co.exchange_arrays()
     n = len(ex["step_t"])
     rows = ex["rows"]
-    return {"volume": ex["step_volume"].sum(axis=1).tolist(),
-            "wire": np.bincount(rows[:, 0], weights=rows[:, 3], minlength=n).astype(int).tolist(),
-            "messages": np.bincount(rows[:, 0], minlength=n).tolist(), "t": ex["step_t"].tolist()}
+    return {"volume_bytes": ex["step_volume"].sum(axis=1).tolist(),
+            "wire_bytes": np.bincount(rows[:, 0], weights=rows[:, 3], minlength=n).astype(int).tolist(),
+            "messages": np.bincount(rows[:, 0], minlength=n).tolist(), "t": ex["step_t"].round(3).tolist()}
+
+
+def reference_bins(columns: dict[str, list], max_points: int) -> dict:
+    """The series cut to at most max_points by summing bins of the smallest power-of-2 width (t: a bin's last)."""
+    n = len(columns["t"])
+    width = 1
+    while -(-n // width) > max_points:
+        width *= 2
+    out = {"width": width, "superstep": list(range(0, n, width))}
+    for k, v in columns.items():
+        out[k] = [v[min(i + width, n) - 1] for i in range(0, n, width)] if k == "t" else [
+            sum(v[i:i + width]) for i in range(0, n, width)]
+    return out
 
 
 class _DictCoordinator:
@@ -195,10 +184,10 @@ class _DictCoordinator:
         self.step_t = {s: t for s, t in enumerate(ex["step_t"].tolist())}
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_exchange_series_read_incrementally_equals_the_whole_arrays(seed):
+@pytest.mark.parametrize("seed,max_points", [(1, 240), (2, 7), (3, 16), (4, 1)])
+def test_exchange_series_read_incrementally_equals_the_whole_arrays_binned(seed, max_points):
     rng = np.random.default_rng(seed)
-    series = ExchangeSeries()
+    series = ExchangeSeries(max_points)
     co = None
     for co, step in _fed_coordinator(120, 3, seed):
         if rng.random() < 0.3:                  # the publisher skips supersteps (rate limit)
@@ -206,15 +195,14 @@ def test_exchange_series_read_incrementally_equals_the_whole_arrays(seed):
     series.update(co, 119)
     series.update(co, 119)                      # nothing new: nothing counted twice
     truth = _truth(co)
-    assert (series.volume, series.wire, series.messages) == (truth["volume"], truth["wire"], truth["messages"])
-    assert series.t == truth["t"]
-    d = series.as_dict(max_points=50)
-    assert d["volume_bytes"] == sum(truth["volume"]) and d["messages_mpi"] == len(co.exchange_arrays()["rows"])
-    assert len(d["series"]["superstep"]) <= 50 and sum(d["series"]["wire_bytes"]) == sum(truth["wire"])
-    other = ExchangeSeries()
+    d = series.as_dict()
+    assert d["series"] == reference_bins(truth, max_points)
+    assert (d["supersteps"], d["volume_bytes"], d["wire_bytes"], d["messages_mpi"]) == (
+        120, sum(truth["volume_bytes"]), sum(truth["wire_bytes"]), len(co.exchange_arrays()["rows"]))
+    other = ExchangeSeries(max_points)
     other.update(_DictCoordinator(co), 59)
     other.update(_DictCoordinator(co), 119)
-    assert (other.volume, other.wire, other.messages) == (truth["volume"], truth["wire"], truth["messages"])
+    assert other.as_dict() == d
 
 
 def test_exchange_series_check_sees_a_row_counted_twice():
@@ -225,7 +213,7 @@ def test_exchange_series_check_sees_a_row_counted_twice():
     s.update(co, 9)
     s._rows = 0
     s.update(co, 19)
-    assert s.messages != _truth(co)["messages"]
+    assert s.as_dict()["series"]["messages"] != _truth(co)["messages"]
 
 
 # -- vitals -----------------------------------------------------------------------------------------------
@@ -254,7 +242,7 @@ def test_vitals_encode_a_ranks_counters_and_refresh_hosts_at_most_once_per_inter
 # -- the publisher ---------------------------------------------------------------------------------------------
 class _FakeServer:
     def __init__(self):
-        self.published, self.stop_requested, self.url, self.token = [], False, "http://x/", "t"
+        self.published, self.stop_requested, self.url, self.token, self.polls = [], False, "http://x/", "t", 0
 
     def publish(self, data, finished=False):
         self.published.append((data, finished))
@@ -309,6 +297,23 @@ def test_publisher_builds_schema_valid_snapshots_at_most_once_per_interval_and_a
     assert schema_problems(json.loads(json.dumps(final)), schema) == []
 
 
+def test_publisher_builds_often_only_while_someone_polls(monkeypatch):
+    from abc_crawler.dashboard import publisher
+
+    monkeypatch.setattr(publisher, "WATCHED_SECONDS", 0.0)     # a poll makes the page watched for an instant
+    server = _FakeServer()
+    meta = {"session_dir": "s", "ranks": 1, "assignment": None, "max_pages": None, "time_limit": None, "started": "x"}
+    dash = Dashboard(server, STATUS_FIELDS, meta, ranks=1, min_interval=0.0, idle_interval=3600)
+    co, step = next(_fed_coordinator(1, 1, 1))
+    t0 = time.monotonic()
+    for _ in range(3):                                          # nobody polls: one snapshot, then the idle interval
+        dash.publish(step, _status(requests=1), None, co, t0)
+    assert len(server.published) == 1
+    server.polls += 1                                           # a poll since the last superstep: build now
+    dash.publish(step, _status(requests=2), None, co, t0)
+    assert len(server.published) == 2 and server.published[-1][0]["requests"] == 2
+
+
 # -- the server ----------------------------------------------------------------------------------------------------
 @pytest.fixture
 def server():
@@ -346,20 +351,19 @@ def raw(srv, data: bytes) -> bytes:
                     return out
 
 
-def test_get_page_status_and_charts(server):
+def test_get_page_and_status(server):
     code, h, body = request(server, "GET", "/")
     assert code == 200 and h["Content-Type"].startswith("text/html") and b"<script>" in body
     assert "script-src 'sha256-" in h["Content-Security-Policy"] and "default-src 'none'" in h["Content-Security-Policy"]
-    assert b"cdn" not in body.lower() and b"http://" not in body and b"https://" not in body   # nothing from elsewhere
+    elsewhere = body.replace(b"http://www.w3.org/2000/svg", b"")       # the SVG namespace is a name, not a load
+    assert b"cdn" not in body.lower() and b"http://" not in elsewhere and b"https://" not in body
     code, h, body = request(server, "GET", "/status.json?x=1")
     assert code == 200 and h["Content-Type"] == "application/json" and h["Cache-Control"] == "no-store"
     assert json.loads(body)["seq"] == 3
-    for name in charts.CHARTS:
-        code, h, body = request(server, "GET", f"/chart/{name}.svg")
-        assert code == 200 and h["Content-Type"] == "image/svg+xml" and body.startswith(b"<svg")
     code, h, body = request(server, "HEAD", "/status.json")
     assert code == 200 and body == b"" and int(h["Content-Length"]) > 100
     assert server.polls == 2 and server.stops == []
+    assert request(server, "GET", "/chart/ranks.svg")[0] == 404            # the page draws its own charts
 
 
 def test_page_csp_hashes_allow_exactly_its_inline_style_and_script():
@@ -379,7 +383,7 @@ def test_page_csp_hashes_allow_exactly_its_inline_style_and_script():
 @pytest.mark.parametrize("method,path,code", [
     ("GET", "/nope", 404), ("GET", "/status.jsonx", 404), ("GET", "/chart/nope.svg", 404), ("POST", "/", 405),
     ("POST", "/status.json", 405), ("PUT", "/status.json", 405), ("DELETE", "/", 405), ("GET", "/stop", 405),
-    ("PATCH", "/stop", 405), ("BREW", "/", 405), ("BREW", "/coffee", 404), ("OPTIONS", "/chart/ranks.svg", 405)])
+    ("PATCH", "/stop", 405), ("BREW", "/", 405), ("BREW", "/coffee", 404), ("OPTIONS", "/status.json", 405)])
 def test_bad_method_or_unknown_path(server, method, path, code):
     got, h, body = request(server, method, path, body=b"" if method in ("POST", "PUT", "PATCH") else None)
     assert got == code and "error" in json.loads(body)

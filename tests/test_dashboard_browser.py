@@ -162,13 +162,19 @@ def test_dashboard_in_chromium_during_a_4_rank_crawl(browser, tmp_path):
                 time.sleep(0.6)
             assert matched >= 5 and len(values) >= 3, (matched, values)    # a live crawl, compared often
 
-            # every chart drawn; nothing failed to load; the live snapshots follow the documented schema
-            page.wait_for_function("() => Array.from(document.querySelectorAll('img.chart')).every("
-                                   "i => i.complete && i.naturalWidth > 0)", timeout=30_000)
-            charts = page.evaluate("Array.from(document.querySelectorAll('img.chart')).map(i => i.dataset.chart)")
-            assert sorted(charts) == ["degrees", "errors", "exchange", "progress", "ranks"]
+            # every chart drawn (SVG made by the page's script); nothing failed to load
+            drawn = page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll('div.chart')).map(
+                d => [d.id, {svgs: d.querySelectorAll('svg').length, bars: d.querySelectorAll('rect.bar').length,
+                             points: d.querySelectorAll('circle.point').length,
+                             lines: d.querySelectorAll('polyline').length}]))""")
+            assert sorted(drawn) == ["chart-degrees", "chart-errors", "chart-exchange", "chart-progress", "chart-ranks"]
+            assert drawn["chart-ranks"] == {"svgs": 4, "bars": 16, "points": 0, "lines": 0}      # 4 panes x 4 ranks
+            assert drawn["chart-progress"]["svgs"] == 2 and drawn["chart-progress"]["lines"] == 2
+            assert drawn["chart-exchange"]["svgs"] == 2 and drawn["chart-exchange"]["lines"] == 3
+            last = poller.snaps[max(poller.snaps)]
+            assert drawn["chart-degrees"]["points"] >= 4 and drawn["chart-degrees"]["lines"] == 2
             ranks_rows = page.evaluate("document.querySelectorAll('#ranks-table tbody tr').length")
-            assert ranks_rows == 4
+            assert ranks_rows == 4 and last["ranks"] == 4
             schema = documented_schema()
             for seq in sorted(poller.snaps)[-5:]:
                 assert schema_problems(poller.snaps[seq], schema) == [], seq
@@ -252,7 +258,7 @@ def test_html_report_opens_in_chromium_with_every_figure(browser, tmp_path):
 
 
 def test_browser_checks_see_a_broken_figure_and_a_failed_load(browser, tmp_path):
-    """Controls: a page with an image that cannot load is caught by the same checks."""
+    """Controls: a page with an image that cannot load and a console error is caught by the same checks."""
     bad = tmp_path / "bad.html"
     bad.write_text('<!doctype html><title>x</title><img alt="a" src="data:image/svg+xml;base64,AAAA">'
                    '<img alt="b" src="missing.svg"><script>console.error("boom")</script>')

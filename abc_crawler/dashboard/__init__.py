@@ -2,8 +2,8 @@
 
 Rank 0 serves a status page from a thread that never blocks the crawl
 (``docs/DASHBOARD.md``): ``GET /`` (the page: statistics, per-rank bars, the
-exchange over supersteps, degree distributions, errors, busiest hosts),
-``GET /status.json`` (every figure, live), ``GET /chart/NAME.svg`` and
+exchange over supersteps, degree distributions, errors, busiest hosts, drawn
+by the page itself), ``GET /status.json`` (every figure, live) and
 ``POST /stop`` (the same graceful stop as SIGTERM, with the token printed at
 the start).
 
@@ -19,8 +19,8 @@ Modules
     :class:`Dashboard`: a snapshot per superstep (rate-limited), handed to the server.
 :mod:`.server`
     The HTTP server thread, its routes, limits and the stop token.
-:mod:`.page`, :mod:`.charts`, :mod:`.svg`
-    The page (``assets/``) and the charts, drawn as SVG on the server.
+:mod:`.page`
+    The page (``assets/``: HTML, CSS and the script that draws the charts).
 """
 from __future__ import annotations
 

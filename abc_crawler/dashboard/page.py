@@ -1,8 +1,9 @@
 """The dashboard page: ``assets/index.html`` with its style and script put inline.
 
 The three files ship inside the package (``abc_crawler/dashboard/assets/``);
-the page loads nothing from elsewhere: it polls ``status.json`` and shows the
-charts as ``chart/NAME.svg`` images from the same server. The
+the page loads nothing from elsewhere: it polls ``status.json`` and draws its
+charts itself, as SVG elements made by its script from the snapshot (no
+charting library; see ``docs/DASHBOARD.md`` for why). The
 ``Content-Security-Policy`` header allows exactly the inline style and
 script (by their SHA-256) and same-origin requests, nothing else.
 """
@@ -34,6 +35,6 @@ class Page:
         if html.count("{{style}}") != 1 or html.count("{{script}}") != 1:
             raise ValueError("assets/index.html must hold {{style}} and {{script}} once each")
         page = html.replace("{{style}}", css).replace("{{script}}", js)
-        csp = (f"default-src 'none'; style-src {_sha256(css)}; script-src {_sha256(js)}; img-src 'self' data:; "
+        csp = (f"default-src 'none'; style-src {_sha256(css)}; script-src {_sha256(js)}; img-src data:; "
                "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
         return cls(page.encode("utf-8"), csp)

@@ -5,7 +5,6 @@ method   path                  answer
 =======  ====================  =================================================================
 GET      ``/``                 the dashboard page (HTML, its style and script inline)
 GET      ``/status.json``      the latest snapshot (``docs/DASHBOARD.md``)
-GET      ``/chart/NAME.svg``   a chart of the latest snapshot (:mod:`.charts`)
 POST     ``/stop``             with the stop token (form field ``token``): the same graceful
                                stop as SIGTERM; 202, or 403 without the right token
 =======  ====================  =================================================================
@@ -20,7 +19,7 @@ the dashboard through DNS rebinding (421 otherwise).
 
 The crawl loop hands over a snapshot with :meth:`StatusServer.publish` (one
 reference assignment); request threads read the latest one and serialize
-it, caching the JSON and the charts per snapshot. No lock is taken while a
+it, caching the JSON per snapshot. No lock is taken while a
 request is served. Each connection has its own thread (at most
 :data:`MAX_CONNECTIONS` at once; more are answered 503 and closed) and a
 socket timeout, so a slow client holds nothing but its own thread.
@@ -40,11 +39,10 @@ import re
 import secrets
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from . import charts
 from .page import Page
 
 __all__ = ["StatusServer", "Published", "parse_address", "is_loopback", "MAX_BODY", "MAX_CONNECTIONS"]
@@ -55,9 +53,7 @@ MAX_BODY = 1024
 MAX_CONNECTIONS = 16
 #: seconds a connection may stay silent before it is closed
 SOCKET_TIMEOUT = 10.0
-#: how long /status.json and the charts may be cached by a browser
-_NO_STORE = "no-store"
-_CHART = re.compile(r"^/chart/([a-z]+)\.svg$")
+_NO_STORE = "no-store"                   # nothing is cached by a browser: every answer is live
 _GET_PATHS = ("/", "/status.json")
 
 
@@ -111,28 +107,21 @@ def _host_name(header: str) -> str:
 
 @dataclass
 class Published:
-    """One snapshot as the server holds it; its JSON and charts are made on first request.
+    """One snapshot as the server holds it; its JSON is made on the first request.
 
-    The snapshot dict is never changed after it is published; the caches are
-    filled by request threads (two threads may both fill one: same result).
+    The snapshot dict is never changed after it is published; the cache is
+    filled by a request thread (two threads may both fill it: same result).
     """
 
     seq: int
     data: dict
     finished: bool = False
     _json: bytes | None = None
-    _charts: dict = field(default_factory=dict)
 
     def json_bytes(self) -> bytes:
         if self._json is None:
             self._json = (json.dumps(self.data, separators=(",", ":"), allow_nan=False) + "\n").encode()
         return self._json
-
-    def chart(self, name: str) -> bytes:
-        b = self._charts.get(name)
-        if b is None:
-            b = self._charts[name] = charts.render(name, self.data).encode()
-        return b
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -149,12 +138,12 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def process_request(self, request, client_address):
         if not self.slots.acquire(blocking=False):
+            self.app.refused += 1
             try:
                 request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             except OSError:
                 pass
             self.shutdown_request(request)
-            self.app.refused += 1
             return
         super().process_request(request, client_address)
 
@@ -221,8 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
         if app.loopback_only and "Host" in self.headers and not is_loopback(_host_name(self.headers["Host"])):
             return self._error(421, "this dashboard answers only requests for a loopback host name")
         path = urlsplit(self.path).path
-        m = _CHART.match(path)
-        if path in _GET_PATHS or m:
+        if path in _GET_PATHS:
             if self.command not in ("GET", "HEAD"):
                 return self._error(405, f"{self.command} is not allowed on {path}", {"Allow": "GET, HEAD"})
             if "Content-Length" in self.headers and self.headers["Content-Length"].strip() not in ("", "0"):
@@ -230,13 +218,8 @@ class _Handler(BaseHTTPRequestHandler):
             if path == "/":
                 return self._send(200, app.page.html, "text/html; charset=utf-8",
                                   {"Content-Security-Policy": app.page.csp})
-            snap = app.latest
-            if path == "/status.json":
-                app.polls += 1
-                return self._send(200, snap.json_bytes(), "application/json")
-            if m.group(1) not in charts.CHARTS:
-                return self._error(404, f"no chart {m.group(1)!r} (charts: {', '.join(charts.CHARTS)})")
-            return self._send(200, snap.chart(m.group(1)), "image/svg+xml")
+            app.polls += 1
+            return self._send(200, app.latest.json_bytes(), "application/json")
         if path == "/stop":
             if self.command != "POST":
                 return self._error(405, f"{self.command} is not allowed on /stop", {"Allow": "POST"})

@@ -20,9 +20,11 @@ Examples
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..metrics import imbalance_pct
 
-__all__ = ["SCHEMA", "degree_bins", "graph_figures", "bin_series", "merge_errors", "merge_hosts",
+__all__ = ["SCHEMA", "degree_bins", "graph_figures", "merge_errors", "merge_hosts",
            "build_snapshot", "STATES"]
 
 #: version of the ``/status.json`` layout (``docs/DASHBOARD.md``)
@@ -48,17 +50,14 @@ def degree_bins(hist) -> dict:
         return {"lo": [], "hi": [], "count": []}
     if isinstance(hist, dict):
         return {"lo": list(hist.get("lo", [])), "hi": list(hist.get("hi", [])), "count": list(hist.get("count", []))}
-    h = [int(x) for x in hist]
-    lo, hi, count = [], [], []
-    a = 0
-    while a < len(h):
-        b = min(len(h) - 1, 0 if a == 0 else 2 * a - 1)
-        lo.append(a)
-        hi.append(b)
-        count.append(sum(h[a:b + 1]))
-        a = b + 1
-    while count and count[-1] == 0:          # nothing above the largest degree
-        lo.pop(), hi.pop(), count.pop()
+    h = np.asarray(hist, dtype=np.int64)
+    nz = np.flatnonzero(h)
+    if nz.size == 0:
+        return {"lo": [], "hi": [], "count": []}
+    top = int(nz[-1])                        # nothing above the largest degree
+    lo = [0] + [1 << k for k in range(top.bit_length())]
+    hi = [min(b - 1, top) for b in lo[1:]] + [top]
+    count = np.add.reduceat(h[:top + 1], lo).tolist()
     return {"lo": lo, "hi": hi, "count": count}
 
 
@@ -116,31 +115,6 @@ def graph_figures(s: dict | None) -> list[dict]:
                  (("scc_count", "SCC count"), ("diameter", "diameter"), ("avg_distance", "average distance"))
                  if s.get(k) is not None]
     return figs
-
-
-def bin_series(columns: dict[str, list], max_points: int = MAX_POINTS, sum_keys=(), last_keys=()) -> dict:
-    """Per-superstep columns cut to at most ``max_points`` points.
-
-    Consecutive supersteps are merged in bins of ``width`` (a power of two,
-    so bins stay put as the crawl goes on): ``sum_keys`` are summed over a
-    bin, ``last_keys`` keep their last value; ``superstep`` holds each bin's
-    first superstep.
-
-    >>> bin_series({"volume": [1, 2, 3, 4, 5], "t": [.1, .2, .3, .4, .5]}, 2, ["volume"], ["t"])
-    {'width': 4, 'superstep': [0, 4], 'volume': [10, 5], 't': [0.4, 0.5]}
-    """
-    n = max((len(v) for v in columns.values()), default=0)
-    width = 1
-    while -(-n // width) > max_points:
-        width *= 2
-    out: dict = {"width": width, "superstep": list(range(0, n, width))}
-    for k in sum_keys:
-        v = columns[k]
-        out[k] = [sum(v[i:i + width]) for i in range(0, n, width)]
-    for k in last_keys:
-        v = columns[k]
-        out[k] = [v[min(i + width, n) - 1] for i in range(0, n, width)]
-    return out
 
 
 def merge_errors(per_rank: list[dict | None]) -> dict[str, int]:
@@ -201,7 +175,7 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
     the totals and the binned series of :class:`.sources.ExchangeSeries`;
     ``graph``: a statistics summary (either shape, see
     :func:`graph_figures`); ``history``: (elapsed s, requests, bytes) points,
-    oldest first.
+    oldest first (times rounded by the caller).
     """
     if state not in STATES:
         raise ValueError(f"state must be one of {STATES}, got {state!r}")
@@ -238,7 +212,7 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
                   "out_degree": degree_bins(g.get("out_degree_hist"))},
         "hosts": hosts,
         "errors": errors,
-        "history": {"t": [round(t, 2) for t, _, _ in history[-MAX_POINTS:]],
+        "history": {"t": [t for t, _, _ in history[-MAX_POINTS:]],
                     "requests": [r for _, r, _ in history[-MAX_POINTS:]],
                     "bytes": [b for _, _, b in history[-MAX_POINTS:]]},
     }

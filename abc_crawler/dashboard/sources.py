@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .snapshot import MAX_POINTS, bin_series
+from .snapshot import MAX_POINTS
 
 __all__ = ["ExchangeSeries", "graph_summary"]
 
@@ -49,48 +49,73 @@ def _step_time(table, step: int) -> float | None:
 
 
 class ExchangeSeries:
-    """The exchange per superstep: volume (Türk MV), wire bytes and MPI messages, with totals.
+    """The exchange per superstep — volume (Türk MV), wire bytes, MPI messages — with totals.
 
-    Call :meth:`update` after the coordinator closed superstep ``step``
-    (``end_superstep``); supersteps are taken once each, in order.
+    The series is kept binned: consecutive supersteps share a point, ``width``
+    of them (1, 2, 4, …); when a new point would make more than
+    ``max_points``, neighbouring points are merged and ``width`` doubles. So
+    memory and the cost of :meth:`as_dict` stay bounded however long the
+    crawl, and each superstep is added once, in O(1) amortized. Call
+    :meth:`update` after the coordinator closed superstep ``step``
+    (``end_superstep``).
     """
 
-    def __init__(self):
-        self.volume: list[int] = []
-        self.wire: list[int] = []
-        self.messages: list[int] = []
-        self.t: list[float] = []
+    KEYS = ("volume_bytes", "wire_bytes", "messages")
+
+    def __init__(self, max_points: int = MAX_POINTS):
+        self.max_points = max_points
+        self.width = 1
+        self.steps = 0                   # supersteps taken
+        self.points: dict[str, list] = {k: [] for k in (*self.KEYS, "t")}
+        self.totals = dict.fromkeys(self.KEYS, 0)
         self._rows = 0                   # exchange rows already taken
 
+    def _point(self, step: int) -> int:
+        """Index of the point of ``step`` (points up to it created)."""
+        i = step // self.width
+        while len(self.points["t"]) <= i:
+            for k in self.KEYS:
+                self.points[k].append(0)
+            self.points["t"].append(self.points["t"][-1] if self.points["t"] else 0.0)
+        return i
+
+    def _add(self, key: str, step: int, value: int) -> None:
+        self.points[key][self._point(step)] += value
+        self.totals[key] += value
+
+    def _merge(self) -> None:
+        while len(self.points["t"]) > self.max_points:
+            for k in self.KEYS:
+                v = self.points[k]
+                self.points[k] = [sum(v[i:i + 2]) for i in range(0, len(v), 2)]
+            t = self.points["t"]
+            self.points["t"] = [t[min(i + 1, len(t) - 1)] for i in range(0, len(t), 2)]
+            self.width *= 2
+
     def update(self, co, step: int) -> None:
-        """Take supersteps ``len(self.volume)`` … ``step`` from coordinator ``co``."""
-        start, stop = len(self.volume), step + 1
-        if stop <= start:
-            return
-        self.volume += _step_sums(co.step_volume, start, stop)
-        grow = stop - len(self.wire)
-        self.wire += [0] * max(0, grow)
-        self.messages += [0] * max(0, grow)
-        for s in range(start, stop):
-            t = _step_time(co.step_t, s)
-            self.t.append(self.t[-1] if t is None and self.t else (t or 0.0))
+        """Take supersteps ``self.steps`` … ``step`` (and the exchange rows since the last call) from ``co``."""
+        start, stop = self.steps, step + 1
+        if stop > start:
+            for s, v in zip(range(start, stop), _step_sums(co.step_volume, start, stop)):
+                self._add("volume_bytes", s, v)
+                t = _step_time(co.step_t, s)
+                if t is not None:
+                    self.points["t"][self._point(s)] = round(t, 3)
+            self.steps = stop
         rows = _rows_since(co.exchange_rows, self._rows)
         self._rows = _n_rows(co.exchange_rows)
         for s, b in zip(rows[:, 0].tolist(), rows[:, 3].tolist()):
-            if s >= len(self.wire):            # a row of a superstep not closed yet (not expected)
-                grow = s + 1 - len(self.wire)
-                self.wire += [0] * grow
-                self.messages += [0] * grow
-            self.wire[s] += b
-            self.messages[s] += 1
+            self._add("wire_bytes", s, b)
+            self._add("messages", s, 1)
+        self._merge()
 
-    def as_dict(self, max_points: int = MAX_POINTS) -> dict:
-        """Totals and the series, binned to at most ``max_points`` points (:func:`.snapshot.bin_series`)."""
-        n = len(self.volume)
-        series = bin_series({"volume_bytes": self.volume, "wire_bytes": self.wire[:n], "messages": self.messages[:n],
-                             "t": [round(t, 3) for t in self.t]}, max_points, ("volume_bytes", "wire_bytes", "messages"), ("t",))
-        return {"supersteps": len(self.volume), "volume_bytes": int(sum(self.volume)),
-                "wire_bytes": int(sum(self.wire)), "messages_mpi": int(sum(self.messages)), "series": series}
+    def as_dict(self) -> dict:
+        """Totals and the binned series (``docs/DASHBOARD.md``, ``exchange``)."""
+        n = len(self.points["t"])
+        return {"supersteps": self.steps, "volume_bytes": self.totals["volume_bytes"],
+                "wire_bytes": self.totals["wire_bytes"], "messages_mpi": self.totals["messages"],
+                "series": {"width": self.width, "superstep": list(range(0, n * self.width, self.width)),
+                           **{k: list(v) for k, v in self.points.items()}}}
 
 
 def graph_summary(co) -> dict | None:
