@@ -14,6 +14,11 @@ pages per CPU-second (`stats.json` per_rank[0]: requests / cpu_s; cpu_s covers e
 rank 0 — the server's, the kernels' — up to the end of the crawl loop), compared within each
 pair; the script prints every pair, the median ratio with / without and the range, and writes
 `bench/results/dashboard_overhead.json`.
+
+`--micro` measures instead, in one process, the costs the dashboard adds to rank 0: the CPU of
+building one snapshot (8 ranks, a coordinator fed 2,000 supersteps of reports, a kernel summary
+with long degree histograms), of serializing it (once per snapshot), and of answering one poll
+of `/status.json` over a keep-alive connection (the client runs in another process).
 """
 from __future__ import annotations
 
@@ -101,6 +106,66 @@ def run(ranks: int, web: Path, session: Path, dashboard: bool, extra: list[str],
             "poll_errors": poller.errors if poller else 0, "polled_bytes": poller.bytes if poller else 0}
 
 
+def micro(rounds: int = 5) -> dict:
+    """CPU seconds per snapshot build (main thread) and per /status.json poll (server), medians of rounds."""
+    import resource
+
+    import numpy as np
+
+    from abc_crawler.coordinator import Coordinator, Report, encode_report
+    from abc_crawler.crawler import STATUS_FIELDS
+    from abc_crawler.dashboard.publisher import Dashboard
+    from abc_crawler.dashboard.server import Published, StatusServer
+
+    ranks, rng = 8, np.random.default_rng(1)
+    co = Coordinator(ranks=ranks)
+    for step in range(2000):
+        for r in range(ranks):
+            sb = [int(x) if d != r else 0 for d, x in enumerate(rng.integers(0, 900, ranks))]
+            co.consume(encode_report(Report(rank=r, superstep=step, volume=int(rng.integers(0, 9000)), send_bytes=sb,
+                                            send_urls=[1 if b else 0 for b in sb])))
+        co.end_superstep(step, 0.5 * step)
+    hist = np.maximum(0, (1e5 / np.arange(1, 5001) ** 2)).astype(int).tolist()
+    summary = {"nodes": 50000, "edges": 400000, "scc_count": 900, "dangling": 300, "diameter": 18,
+               "avg_distance": 6.2, "stats_nodes": 20000, "capped": True, "in_degree_hist": hist,
+               "out_degree_hist": hist[:400]}
+    co.kernels = type("K", (), {"summary": lambda self: dict(summary)})()
+    vit = [json.dumps({"rank": r, "superstep": 1999, "requests": 9000, "pages_ok": 8800, "pages_failed": 200,
+                       "bytes": 10 ** 8, "queued": 500, "frontier": 400, "outbox": 50, "in_flight": 50, "idle_s": 30.0,
+                       "idle_slot_s": 5.0, "exchange_s": 9.0, "errors": {f"kind_{i}": i for i in range(12)},
+                       "hosts": [[f"h{i}.test:80", 900 - i, 100 - i] for i in range(5)]}).encode() for r in range(ranks)]
+    status = np.arange(len(STATUS_FIELDS), dtype=np.int64) * 1000
+    server = StatusServer(("127.0.0.1", 0), lambda: None)
+    dash = Dashboard(server, STATUS_FIELDS, {"session_dir": "s", "ranks": ranks, "assignment": "hash",
+                                             "max_pages": None, "time_limit": None, "started": "x"}, ranks,
+                     min_interval=0.0)
+    dash.start("hash")
+    builds, dumps, polls = [], [], []
+    t0 = time.monotonic() - 1000
+    client = ("import http.client, sys\nc = http.client.HTTPConnection('127.0.0.1', int(sys.argv[1]))\n"
+              "for i in range(300):\n    c.request('GET', '/status.json'); c.getresponse().read()\n")
+    try:
+        for _ in range(rounds):
+            c = time.process_time()
+            for _ in range(200):
+                dash.publish(1999, status, vit, co, t0)
+            builds.append((time.process_time() - c) / 200)
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            subprocess.run([sys.executable, "-c", client, str(server.address[1])], check=True, timeout=300)
+            ru2 = resource.getrusage(resource.RUSAGE_SELF)
+            polls.append((ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime) / 300)   # the JSON cached
+            c = time.process_time()
+            for i in range(200):
+                Published(i, server.latest.data).json_bytes()
+            dumps.append((time.process_time() - c) / 200)
+    finally:
+        server.close()
+    size = len(server.latest.json_bytes())
+    return {"build_cpu_s": statistics.median(builds), "json_cpu_s": statistics.median(dumps),
+            "poll_cpu_s": statistics.median(polls), "status_json_bytes": size, "builds": builds, "dumps": dumps,
+            "polls": polls}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=8)
@@ -110,8 +175,16 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=0.0, help="stop each crawl after this many seconds (0: "
                     "crawl the whole web)")
     ap.add_argument("--extra", default="--stats-max-pages 2000", help="more abc-crawl flags for every run")
+    ap.add_argument("--micro", action="store_true", help="measure the CPU of one snapshot build and one poll instead")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    if a.micro:
+        m = micro()
+        print(f"snapshot build: {1000 * m['build_cpu_s']:.2f} ms CPU (main thread); its JSON "
+              f"({m['status_json_bytes']:,} bytes): {1000 * m['json_cpu_s']:.2f} ms (once per snapshot); one poll of "
+              f"/status.json: {1000 * m['poll_cpu_s']:.2f} ms CPU (server thread, keep-alive)")
+        print(f"wrote {write_result('dashboard_micro', {'micro': m}, a.out)}")
+        return 0
     print(describe_header(f"--dashboard overhead: {a.ranks} ranks, {a.pairs} pairs, polled every second"))
     web = generated_web(a.hosts, a.pages)
     extra = [*(["--time-limit", str(a.time_limit)] if a.time_limit > 0 else []), *shlex.split(a.extra)]

@@ -336,19 +336,10 @@ def request(srv, method, path, body=None, headers=None):
 
 
 def raw(srv, data: bytes) -> bytes:
+    """Send ``data`` as it is (a request ending in ``Connection: close``); everything the server answers."""
     with socket.create_connection(srv.address, timeout=10) as s:
         s.sendall(data)
-        out = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return out
-            out += chunk
-            if b"\r\n\r\n" in out:
-                head, _, rest = out.partition(b"\r\n\r\n")
-                n = int(next((ln.split(b":")[1] for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length")), 0))
-                if len(rest) >= n:
-                    return out
+        return s.makefile("rb").read()
 
 
 def test_get_page_and_status(server):
@@ -412,11 +403,12 @@ def test_oversized_missing_length_and_chunked_bodies_are_refused_unread(server):
     big = b"token=" + b"x" * MAX_BODY
     code, h, body = request(server, "POST", "/stop", body=big)
     assert code == 413 and h.get("Connection") == "close" and b"at most" in body
-    reply = raw(server, b"POST /stop HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    reply = raw(server, b"POST /stop HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 411")
-    reply = raw(server, b"POST /stop HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\ntoken\r\n0\r\n\r\n")
+    reply = raw(server, b"POST /stop HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                        b"5\r\ntoken\r\n0\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 411")
-    reply = raw(server, b"POST /stop HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -4\r\n\r\n")
+    reply = raw(server, b"POST /stop HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -4\r\nConnection: close\r\n\r\n")
     assert reply.startswith(b"HTTP/1.1 400")
     code, _, _ = request(server, "GET", "/status.json", body=b"abc")
     assert code == 400
@@ -437,7 +429,7 @@ def test_connections_past_the_limit_get_503_and_the_rest_are_served(server):
         deadline = time.monotonic() + 10
         reply = b""
         while time.monotonic() < deadline:          # the held ones are being accepted one by one
-            reply = raw(server, b"GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            reply = raw(server, b"GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             if reply.startswith(b"HTTP/1.1 503"):
                 break
             time.sleep(0.05)
