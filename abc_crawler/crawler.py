@@ -46,7 +46,7 @@ from .robots import SHARE_MAX_BYTES, RobotsCache, decode_shared, encode_shared, 
 from .scope import Scope
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 from .warc import RankWarc
-from .dashboard.vitals import VitalsSender   # issue 24: --dashboard
+from .dashboard.vitals import VitalsSender, top_hosts   # issue 24: --dashboard
 
 __all__ = ["RankCrawler", "StopFlag", "STATUS_FIELDS", "step_seconds"]
 
@@ -240,7 +240,7 @@ class RankCrawler:
         self._last_ckpt = time.monotonic()
         self._ckpt_log: CheckpointLog | None = None   # append-only part of the checkpoints
         # issue 24 (--dashboard): every rank sends its vitals with the exchange; rank 0 publishes snapshots
-        self.vitals = VitalsSender() if cfg.dashboard else None
+        self.vitals = VitalsSender(STATUS_FIELDS) if cfg.dashboard else None
         self.dashboard = None                     # rank 0: an abc_crawler.dashboard.Dashboard, set by run_crawl
         self.cpu_before = 0.0                     # CPU seconds of earlier runs (after --resume)
         self.resumed_from: int | None = None
@@ -951,8 +951,13 @@ class RankCrawler:
             payloads = self._payloads()
             shared = _frames(encode_shared(self.robots_out) if self.robots_out else b"", self._announce_work())
             self.robots_out = []
-            ex = self.comm.start_superstep(payloads, status, self._take_report(), shared,
-                                           self.vitals.encode(self, status) if self.vitals is not None else None)  # issue 24
+            vitals = None
+            if self.vitals is not None:      # issue 24: this rank's figures for rank 0's dashboard
+                vitals = self.vitals.encode(
+                    status, rank=self.rank, superstep=self.superstep, elapsed_s=time.monotonic() - self.t0,
+                    errors=self.c.errors, idle_s=self.idle_s, idle_slot_s=self.idle_slot_s, exchange_s=self.exchange_s,
+                    hosts=lambda: top_hosts(self.host_admitted.items(), self.frontier.host_pending))
+            ex = self.comm.start_superstep(payloads, status, self._take_report(), shared, vitals)
             # keep fetching while slower ranks finish their superstep
             t_ex = time.monotonic()
             self.comm.wait(ex, idle=lambda: self.drive(0.005) if self.can_progress() else self._slot_tick())

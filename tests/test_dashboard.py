@@ -218,24 +218,31 @@ def test_exchange_series_check_sees_a_row_counted_twice():
 
 # -- vitals -----------------------------------------------------------------------------------------------
 def test_vitals_encode_a_ranks_counters_and_refresh_hosts_at_most_once_per_interval():
-    frontier = SimpleNamespace(host_pending={"a.test": 4, "b.test": 0}.get)
-    crawler = SimpleNamespace(rank=2, superstep=17, t0=time.monotonic() - 3, idle_s=1.25, idle_slot_s=0.5,
-                              exchange_s=0.2, c=SimpleNamespace(errors=Counter({"timeout": 2})),
-                              host_admitted=Counter({"a.test": 9, "b.test": 5, "c.test": 1}), frontier=frontier)
+    from abc_crawler.dashboard.vitals import top_hosts
+
+    admitted = Counter({"a.test": 9, "b.test": 5, "c.test": 1})
+    pending = {"a.test": 4, "b.test": 0}.get
     status = np.zeros(len(STATUS_FIELDS), np.int64)
     for k, v in {"work": 10, "requests": 30, "pages_ok": 25, "bytes": 999, "failed": 3, "frontier": 6,
                  "outbox": 1}.items():
         status[STATUS_FIELDS.index(k)] = v
-    sender = VitalsSender(hosts_seconds=3600)
-    v = decode_vitals([sender.encode(crawler, status)])[0]
+    sender = VitalsSender(STATUS_FIELDS, hosts_seconds=3600)
+    asked = []
+
+    def encode():
+        return decode_vitals([sender.encode(
+            status, rank=2, superstep=17, elapsed_s=3.0, errors=Counter({"timeout": 2}), idle_s=1.25,
+            idle_slot_s=0.5, exchange_s=0.2, hosts=lambda: asked.append(1) or top_hosts(admitted.items(), pending))])[0]
+
+    v = encode()
     assert v["rank"] == 2 and v["superstep"] == 17 and v["requests"] == 30 and v["pages_failed"] == 3
     assert (v["queued"], v["frontier"], v["outbox"], v["in_flight"]) == (10, 6, 1, 3)
-    assert v["errors"] == {"timeout": 2} and v["idle_slot_s"] == 0.5
-    assert v["hosts"][:2] == [["a.test", 9, 4], ["b.test", 5, 0]]
-    crawler.host_admitted["z.test"] = 100                   # within the interval: the old list is sent
-    assert decode_vitals([sender.encode(crawler, status)])[0]["hosts"][0][0] == "a.test"
+    assert v["errors"] == {"timeout": 2} and v["idle_slot_s"] == 0.5 and v["elapsed_s"] == 3.0
+    assert v["hosts"] == [["a.test", 9, 4], ["b.test", 5, 0], ["c.test", 1, 0]]
+    admitted["z.test"] = 100                                # within the interval: the old list is sent
+    assert encode()["hosts"][0][0] == "a.test" and len(asked) == 1
     sender.hosts_seconds = 0
-    assert decode_vitals([sender.encode(crawler, status)])[0]["hosts"][0] == ["z.test", 100, 0]
+    assert encode()["hosts"][0] == ["z.test", 100, 0] and len(asked) == 2
     assert decode_vitals([b"", None]) == [None, None] and decode_vitals(None) == []
 
 

@@ -11,16 +11,19 @@ beside the reports (:meth:`abc_crawler.exchange.Communicator.start_superstep`,
 The busiest hosts need a scan of the rank's host table, so they are
 refreshed at most once per ``hosts_seconds`` (the rest costs a dict copy).
 
+The crawl loop hands the figures over explicitly (:meth:`VitalsSender.encode`),
+so this module knows nothing of the loop's attributes.
+
 Examples
 --------
->>> from collections import Counter
->>> top_hosts(Counter({"a.test": 9, "b.test": 4, "c.test": 7}), {"a.test": 2, "c.test": 0}.get, 2)
+>>> top_hosts([("a.test", 9), ("b.test", 4), ("c.test", 7)], {"a.test": 2, "c.test": 0}.get, 2)
 [['a.test', 9, 2], ['c.test', 7, 0]]
 >>> decode_vitals([b'{"rank": 0}', b"", None])
 [{'rank': 0}, None, None]
 """
 from __future__ import annotations
 
+import heapq
 import json
 import time
 
@@ -33,41 +36,42 @@ TOP_HOSTS_PER_RANK = 5
 def top_hosts(admitted, pending, n: int = TOP_HOSTS_PER_RANK) -> list[list]:
     """``[host, URLs admitted, URLs queued]`` of the ``n`` hosts with the most URLs admitted.
 
-    ``admitted`` is a :class:`collections.Counter` of host → URLs admitted;
+    ``admitted`` is an iterable of (host, URLs admitted) pairs (e.g. a Counter's ``items()``);
     ``pending(host)`` the URLs of the host not completed yet (None = 0).
     """
-    return [[h, int(a), int(pending(h) or 0)] for h, a in admitted.most_common(n)]
+    return [[h, int(a), int(pending(h) or 0)] for h, a in heapq.nlargest(n, admitted, key=lambda ha: ha[1])]
 
 
 class VitalsSender:
-    """Encodes one rank's vitals at each superstep (see the module docstring)."""
+    """Encodes one rank's vitals at each superstep (see the module docstring).
 
-    def __init__(self, hosts_seconds: float = 1.0):
+    ``fields`` names the entries of the rank's status vector
+    (:data:`abc_crawler.crawler.STATUS_FIELDS`).
+    """
+
+    def __init__(self, fields: tuple[str, ...], hosts_seconds: float = 1.0):
+        self.idx = {f: i for i, f in enumerate(fields)}
         self.hosts_seconds = hosts_seconds
         self._hosts: list[list] = []
         self._hosts_at = float("-inf")
 
-    def encode(self, crawler, status) -> bytes:
-        """The vitals of ``crawler`` (a :class:`abc_crawler.crawler.RankCrawler`) with its own
-        status vector ``status`` (indexed by :data:`abc_crawler.crawler.STATUS_FIELDS`)."""
-        from ..crawler import STATUS_FIELDS
-
+    def encode(self, status, *, rank: int, superstep: int, elapsed_s: float, errors: dict, idle_s: float,
+               idle_slot_s: float, exchange_s: float, hosts) -> bytes:
+        """This rank's vitals: its own status vector ``status`` (before the reduction), its errors by
+        kind, idle and exchange seconds, and ``hosts()`` — its busiest hosts as :func:`top_hosts`
+        gives them, asked for at most once per ``hosts_seconds``."""
         now = time.monotonic()
         if now - self._hosts_at >= self.hosts_seconds:
-            self._hosts = top_hosts(crawler.host_admitted, crawler.frontier.host_pending)
+            self._hosts = hosts()
             self._hosts_at = now
-        st = dict(zip(STATUS_FIELDS, (int(x) for x in status)))
+        st = {k: int(status[i]) for k, i in self.idx.items()}
         return json.dumps({
-            "rank": crawler.rank,
-            "superstep": crawler.superstep,
-            "elapsed_s": round(now - crawler.t0, 3),
+            "rank": rank, "superstep": superstep, "elapsed_s": round(elapsed_s, 3),
             "requests": st["requests"], "pages_ok": st["pages_ok"], "pages_failed": st["failed"],
             "bytes": st["bytes"], "queued": st["work"], "frontier": st["frontier"], "outbox": st["outbox"],
             "in_flight": st["work"] - st["frontier"] - st["outbox"],
-            "idle_s": round(crawler.idle_s, 3), "idle_slot_s": round(crawler.idle_slot_s, 3),
-            "exchange_s": round(crawler.exchange_s, 3),
-            "errors": dict(crawler.c.errors),
-            "hosts": self._hosts,
+            "idle_s": round(idle_s, 3), "idle_slot_s": round(idle_slot_s, 3), "exchange_s": round(exchange_s, 3),
+            "errors": dict(errors), "hosts": self._hosts,
         }, separators=(",", ":")).encode()
 
 
