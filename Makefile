@@ -27,9 +27,11 @@ bytecode: $(STAMP)
 	$(PY) -m compileall -q abc_crawler kernels partition >/dev/null
 
 # tests/multihost simulate hosts with unshare (root); where that is not permitted they are
-# skipped, and -rs prints why.
+# skipped, and -rs prints why. The dashboard and HTML-report tests drive Debian's headless Chromium
+# (Playwright, no browser download): installed here when missing (as root, like CI), and required.
 test: $(STAMP) bytecode
-	$(PY) -m pytest -q -rs -p no:cacheprovider tests --ignore=tests/mpi
+	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
+	ABC_REQUIRE_BROWSER=1 $(PY) -m pytest -q -rs -p no:cacheprovider tests --ignore=tests/mpi
 	for n in 1 2 4; do \
 	  echo "== MPI tests at $$n rank(s)"; \
 	  timeout $(MPI_TIMEOUT) $(BIN)/mpiexec -n $$n $(PY) -m pytest -q -p no:cacheprovider --with-mpi tests/mpi || exit 1; \

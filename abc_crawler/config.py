@@ -94,6 +94,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stats_max_pages", int, 20_000, "exact distances and SCCs (APSD/SCC, O(n^2) memory) cover the first N pages; SCCs and estimated distances of the whole graph cover every page", 1),
     Setting("stats_distance_error", float, 0.1, "target relative standard error of one HyperBall counter (whole-graph distance estimates): 2^b registers per node, b = ceil(log2((1.04/e)^2)) in 4..12", 0.02),
     Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),
+    Setting("dashboard", str, None, "ADDR:PORT: rank 0 serves a live status page there (GET /, /status.json; POST /stop with the printed token); 127.0.0.1:0 picks a free port; a non-loopback address exposes it to the network"),
     Setting("warc", bool, True, "write per-rank WARC files"),
     Setting("gather_warc", bool, False, "at the end, stream every rank's finished WARC files to rank 0's session directory over MPI (verified against their SHA-256), for ranks on hosts without a shared file system"),
     Setting("warc_batch", int, 64, "pages whose WARC records are serialized and compressed together (1: each page as it arrives); a batch also ends at 1 MiB of bodies and before every checkpoint", 1),
@@ -229,6 +230,13 @@ class CrawlConfig:
         if assign not in ("hash", "site-hash") and not Path(assign).exists():
             raise ConfigError(f"assign: expected hash, site-hash or an existing part-vector path, got {assign!r}")
         clock_skew(merged["test_clock_skew"], 0)
+        if merged["dashboard"] is not None:      # issue 24: ADDR:PORT checked once, here
+            from .dashboard.server import parse_address
+
+            try:
+                parse_address(merged["dashboard"])
+            except ValueError as exc:
+                raise ConfigError(f"dashboard: {exc}") from None
         return cls(seeds=str(seeds), values=merged)
 
     def as_dict(self) -> dict[str, Any]:

@@ -12,6 +12,10 @@ starves the others when ranks outnumber cores):
    links this rank processed) to rank 0 and ``Iallgatherv`` of the buffers
    every rank sends to all (robots.txt answers, :mod:`abc_crawler.robots`).
 
+With ``--dashboard`` each round also gathers every rank's *vitals* to rank 0
+(their sizes, then the bytes: a few hundred per rank,
+:mod:`abc_crawler.dashboard.vitals`); every rank passes vitals then, or none.
+
 URLs travel as one UTF-8 buffer per destination (``\\n``-terminated lines) in
 NumPy arrays, never as pickled lists. Control messages (settings, the final
 per-rank summary) use the lowercase pickling calls.
@@ -55,7 +59,7 @@ class SuperstepExchange:
     """One in-flight superstep exchange; drive it with :meth:`test`."""
 
     def __init__(self, comm: MPI.Comm, payloads: list[bytes], status: np.ndarray, report: bytes,
-                 shared: bytes = b""):
+                 shared: bytes = b"", vitals: bytes | None = None):
         self.comm = comm
         k = comm.Get_size()
         if len(payloads) != k:
@@ -78,6 +82,15 @@ class SuperstepExchange:
                          [self.report_lens, MPI.INT64_T] if self.report_lens is not None else None, root=0),
             comm.Iallgather([self.shared_len, MPI.INT64_T], [self.shared_lens, MPI.INT64_T]),
         ]
+        # the dashboard's vitals (issue 24): the same collective on every rank or on none
+        self.vitals_out = None
+        self.vitals: list[bytes] | None = None         # rank 0: what each rank sent
+        if vitals is not None:
+            self.vitals_out = np.frombuffer(vitals, dtype=np.uint8) if vitals else np.zeros(0, np.uint8)
+            self.vitals_len = np.array([self.vitals_out.size], dtype=np.int64)
+            self.vitals_lens = np.zeros(k, dtype=np.int64) if comm.Get_rank() == 0 else None
+            self._reqs.append(comm.Igather([self.vitals_len, MPI.INT64_T], [self.vitals_lens, MPI.INT64_T]
+                                           if self.vitals_lens is not None else None, root=0))
         self._round = 1
         self.received: list[bytes] | None = None
         self.shared_in: list[bytes] | None = None     # what each rank sent to all
@@ -112,6 +125,14 @@ class SuperstepExchange:
         self._sharedbuf = np.empty(max(1, int(self.shared_lens.sum())), dtype=np.uint8)
         self._reqs.append(comm.Iallgatherv([self.shared, MPI.BYTE],
                                            [self._sharedbuf, (self.shared_lens, adispl), MPI.BYTE]))
+        if self.vitals_out is not None:
+            vrecv = None
+            if comm.Get_rank() == 0:
+                self._vdispl = np.zeros(k, dtype=np.int64)
+                np.cumsum(self.vitals_lens[:-1], out=self._vdispl[1:])
+                self._vitalsbuf = np.empty(max(1, int(self.vitals_lens.sum())), dtype=np.uint8)
+                vrecv = [self._vitalsbuf, (self.vitals_lens, self._vdispl), MPI.BYTE]
+            self._reqs.append(comm.Igatherv([self.vitals_out, MPI.BYTE], vrecv, root=0))
         self._round = 2
 
     def test(self) -> bool:
@@ -133,6 +154,9 @@ class SuperstepExchange:
         if self.comm.Get_rank() == 0:
             g = self._gatherbuf.tobytes()
             self.reports = [g[o:o + c] for o, c in zip(self._gdispl.tolist(), self.report_lens.tolist())]
+            if self.vitals_out is not None:
+                v = self._vitalsbuf.tobytes()
+                self.vitals = [v[o:o + c] for o, c in zip(self._vdispl.tolist(), self.vitals_lens.tolist())]
         self._round = 3
         return True
 
@@ -340,8 +364,9 @@ class Communicator:
         return samples
 
     def start_superstep(self, payloads: list[bytes], status: np.ndarray, report: bytes,
-                        shared: bytes = b"") -> SuperstepExchange:
-        return SuperstepExchange(self.comm, payloads, status, report, shared)
+                        shared: bytes = b"", vitals: bytes | None = None) -> SuperstepExchange:
+        """Start one superstep's exchange; ``vitals`` (the dashboard's, every rank or none) go to rank 0."""
+        return SuperstepExchange(self.comm, payloads, status, report, shared, vitals)
 
     def wait(self, ex: SuperstepExchange, idle=None) -> None:
         """Complete ``ex`` without spinning: ``idle()`` does useful work meanwhile (it returns

@@ -176,10 +176,20 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
             return 2
     subdirs = [d for d, use in (("warc", cfg.warc), ("checkpoint", cfg.checkpoint_seconds > 0)) if use]
     problem = prepare_rank_dir(session_dir, comm.rank, subdirs, fresh=resume is None)
+    dashboard = None                        # issue 24: rank 0 listens now, so a busy address is refused like bad input
+    if comm.rank == 0 and cfg.dashboard and problem is None:
+        from .dashboard import Dashboard
+
+        try:
+            dashboard = Dashboard.bind(cfg, session_dir, comm.size, STATUS_FIELDS)
+        except AbcError as exc:
+            problem = str(exc)
     problems = comm.gather(None if problem is None else f"rank {comm.rank} on host {host}: {problem}")
     if comm.rank == 0:
         problems = [p for p in problems if p] or None
     if _refused(comm, problems):
+        if dashboard is not None:
+            dashboard.close()
         return 2
     assignment = prep["assignment"]
     progress = rank0 = None
@@ -207,6 +217,9 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         what = f"resumed from superstep {step}" if resume is not None else f"{len(prep['seeds'])} seed(s)"
         print(f"abc-crawl: {comm.size} rank(s), {what}, assignment {assignment.describe()}, "
               f"session {session_dir}", file=out)
+        if dashboard is not None:           # issue 24: serve from now on; the URL and the stop token
+            crawler.rank0.dashboard = dashboard.start(assignment.describe())
+            print(f"abc-crawl: dashboard {dashboard.url} stop token {dashboard.token}", file=out, flush=True)
     comm.barrier()
     if crawler.phase_clock is not None:
         crawler.sync_clock()
@@ -223,9 +236,13 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         if progress is not None:
             progress.close()
         stats = _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped)
+        if dashboard is not None:           # issue 24: the final figures, state "finished"
+            dashboard.finish(stats, crawler.rank0.coordinator, crawler.superstep)
     status = _locate_files(comm, cfg, session_dir, hostnames, summaries, assignment, started, stopped, resumes)
     if comm.rank == 0:
         _print_summary(stats, session_dir, out)
+        if dashboard is not None:           # issue 24
+            dashboard.close()
     comm.barrier()
     return status
 

@@ -384,3 +384,44 @@ def test_graph_figures_name_scope_and_kind_for_new_and_old_sessions():
     rows = dict(graph_figure_rows(old))
     assert rows["graph, whole (exact)"] == "30000 nodes, 9 edges"
     assert "5036 SCC" in rows["graph, first 20000 pages (exact)"]    # not presented as the whole graph's
+
+
+# -- report.html (abc-report --html) ----------------------------------------------------------------------
+def test_html_report_holds_the_markdown_tables_and_every_plot_inline(sessions, capsys, tmp_path):
+    import base64
+    import re
+
+    rc, _, err = run(capsys, sessions["s"], "--out", tmp_path / "plain", "--parts", "2")
+    assert rc == 0, err
+    out = tmp_path / "out"
+    rc, stdout, err = run(capsys, sessions["s"], "--out", out, "--parts", "2", "--html")
+    assert rc == 0, err
+    assert "report.html" in stdout
+    md = (out / "report.md").read_text()
+    timeless = lambda text: re.sub(r"in \d+\.\d s\)", "in … s)", text)  # noqa: E731 - partitioning time
+    assert timeless(md) == timeless((tmp_path / "plain" / "report.md").read_text())    # the Markdown stays
+    html = (out / "report.html").read_text()
+    data = json.loads((out / "report.json").read_text())
+    # every Markdown table is an HTML table with as many rows
+    md_tables = [len(t.strip().splitlines()) - 1 for t in re.findall(r"((?:^\|.*\|\n)+)", md, re.M)]
+    html_tables = [t.count("<tr>") for t in re.findall(r"<table>.*?</table>", html, re.S)]
+    assert html_tables == md_tables and len(md_tables) >= 5
+    assert "<td style=\"text-align: right;\">77</td>" in html
+    # every plot inline, as the SVG drawing of that figure; nothing else is loaded
+    srcs = re.findall(r'<img alt="([^"]*)" src="([^"]*)"', html)
+    assert len(srcs) == len(data["plots"]) == 4
+    for alt, src in srcs:
+        assert src.startswith("data:image/svg+xml;base64,")
+        svg = base64.b64decode(src.split(",", 1)[1])
+        assert b"<svg" in svg[:400] and b"</svg>" in svg[-20:], alt
+    assert not re.search(r'(?:src|href)="(?!data:)', html) and "http-equiv=\"Content-Security-Policy\"" in html
+
+
+def test_html_report_shows_markup_in_its_text_as_text_and_refuses_a_missing_plot():
+    from abc_crawler.report.html import render_html
+
+    page = render_html("# s\n\n- session <script>alert(1)</script> <img src=x onerror=y>\n", {}, "t<b>")
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img" not in page and "<title>t&lt;b&gt;</title>" in page
+    with pytest.raises(ValueError, match="no SVG for the plot"):
+        render_html("![p](p.png)\n", {}, "t")

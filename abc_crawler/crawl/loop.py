@@ -23,6 +23,7 @@ from ..clock import SharedClock, estimate_offset
 from ..config import CrawlConfig, clock_skew
 from ..coordinator import Coordinator
 from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
+from ..dashboard.vitals import VitalsSender, top_hosts
 from ..exchange import Communicator
 from ..fetcher import Fetcher
 from ..frontier import Frontier
@@ -102,6 +103,7 @@ class Rank0Role:
     coordinator: Coordinator
     progress: object | None = None
     journal: Journal | None = None
+    dashboard: object | None = None          # --dashboard: an abc_crawler.dashboard.Dashboard
 
 
 class RankCrawler:
@@ -153,6 +155,9 @@ class RankCrawler:
         self.t0 = time.monotonic()
         self.stopped = "done"
         self._test_crash = parse_test_crash(cfg.test_crash, size)
+        # --dashboard: every rank sends its vitals with the exchange; rank 0 publishes snapshots
+        self.vitals = VitalsSender(STATUS_FIELDS) if cfg.dashboard else None
+        self.last_vitals = None                      # rank 0: the ranks' vitals of the last exchange
         self._last_sync = 0.0
         self._last_ckpt = time.monotonic()
         self.ckpt_log: CheckpointLog | None = None   # append-only part of the checkpoints
@@ -246,8 +251,15 @@ class RankCrawler:
     def _exchange(self, status: np.ndarray, shared: bytes = b"", fetch: bool = True) -> np.ndarray:
         """One superstep exchange (fetching meanwhile unless ``fetch`` is False); returns the summed
         status."""
+        vitals = None
+        if self.vitals is not None:                 # this rank's figures for rank 0's dashboard
+            idle = self.runner.idle
+            vitals = self.vitals.encode(
+                status, rank=self.rank, superstep=self.superstep, elapsed_s=time.monotonic() - self.t0,
+                errors=self.counters.errors, idle_s=idle.total, idle_slot_s=idle.slot, exchange_s=idle.exchange,
+                hosts=lambda: top_hosts(((h, st.admitted) for h, st in self.hosts.items()), self.frontier.host_pending))
         ex = self.comm.start_superstep(self.router.payloads(), status, self.router.take_report(self.superstep),
-                                       shared)
+                                       shared, vitals)
         t_ex = time.monotonic()
         self.comm.wait(ex, idle=self._idle_while_exchanging if fetch else None)
         self.runner.idle.exchange += time.monotonic() - t_ex
@@ -263,6 +275,7 @@ class RankCrawler:
                 if work and self.gate is not None:
                     self.gate.receive_work(src, work)
         self._rank0(self.superstep, ex.reports)
+        self.last_vitals = ex.vitals
         return ex.status
 
     def run(self) -> str:
@@ -296,8 +309,11 @@ class RankCrawler:
                             self.gate.announce() if self.gate is not None else b"")
             runner.robots_out = []
             g = self._exchange(status, shared)
-            if self.rank0 is not None and self.rank0.progress is not None:
-                self.rank0.progress.update(self.superstep, g, self.rank0.coordinator)
+            r0 = self.rank0
+            if r0 is not None and r0.progress is not None:
+                r0.progress.update(self.superstep, g, r0.coordinator)
+            if r0 is not None and r0.dashboard is not None:     # a snapshot for rank 0's status page
+                r0.dashboard.publish(self.superstep, g, self.last_vitals, r0.coordinator, self.t0)
             why = self._why_stop(g)
             if cfg.checkpoint_seconds > 0 and (g[_S["checkpoint_due"]] > 0 or why is not None):
                 self.write_checkpoint()

@@ -3,7 +3,7 @@
 Usage::
 
     abc-report SESSION [--against OTHER] [--out DIR] [--parts 2,4,8,16,32,64]
-               [--no-plots] [--no-hp] [--no-thesis] [--seed S] [--threads T]
+               [--no-plots] [--no-hp] [--no-thesis] [--seed S] [--threads T] [--html]
 
 For one session directory (``docs/SESSION_FORMAT.md``) the report puts side by side
 
@@ -51,8 +51,10 @@ models, ``--parts`` fewer K values, ``--no-thesis`` the table.
 
 Output: ``DIR/report.md`` (Markdown with the tables, the PNG plots by relative
 path and the definitions), ``DIR/report.json`` (every figure) and the PNGs,
-each written atomically; ``DIR`` is ``SESSION/report`` by default. The main
-table is printed on stdout.
+each written atomically; ``DIR`` is ``SESSION/report`` by default. With
+``--html`` also ``DIR/report.html``: the same tables and text with every plot
+inline as SVG, one file that opens from disk and loads nothing else
+(:mod:`.html`). The main table is printed on stdout.
 
 Exit status: 0 on success; 2 with one line on stderr for bad input (missing
 session directory, missing or unreadable ``stats.json`` / ``graph.npz`` /
@@ -71,7 +73,9 @@ Modules
 :mod:`.render`
     The stdout summary and ``report.md``.
 :mod:`.plots`
-    The PNG plots.
+    The PNG plots (and their SVG drawings for the HTML page).
+:mod:`.html`
+    ``report.html`` (``--html``).
 :mod:`.cli`
     The command line (:func:`main`).
 """
@@ -79,6 +83,7 @@ from __future__ import annotations
 
 from .build import REPORT_FORMAT, build_report
 from .cli import main
+from .html import render_html
 from .figures import FIGURES, measured_figures, predicted_figures, recompute_measured, resolve_partvec
 from .load import PROG, ReportError, SessionFiles, load_session
 from .plots import make_plots
@@ -102,6 +107,7 @@ __all__ = [
     "build_report",
     "render_markdown",
     "render_text",
+    "render_html",
     "make_plots",
     "fmt_value",
     "main",

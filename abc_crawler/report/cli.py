@@ -11,6 +11,7 @@ import numpy as np
 
 from ..session import atomic_write_bytes
 from .build import build_report
+from .html import render_html
 from .load import PROG, ReportError, load_session
 from .plots import make_plots
 from .render import render_markdown, render_text
@@ -70,6 +71,8 @@ def _main(argv) -> int:
     ap.add_argument("--no-thesis", action="store_true", help="leave out the thesis-style table")
     ap.add_argument("--no-hp", action="store_true", help="leave out the hypergraph models (Mt-KaHyPar)")
     ap.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    ap.add_argument("--html", action="store_true", help="also write report.html: report.md's tables and plots "
+                    "(inline SVG) in one self-contained page that opens from disk")
     ap.add_argument("--seed", type=int, default=1, help="partitioner seed (default 1)")
     ap.add_argument("--threads", type=int, default=2, help="Mt-KaHyPar threads (default 2)")
     a = ap.parse_args(argv)
@@ -88,18 +91,24 @@ def _main(argv) -> int:
     rep = build_report(session, against, parts=parts, thesis=not a.no_thesis, hp=not a.no_hp, seed=a.seed,
                        threads=a.threads)
     plots: dict[str, str] = {}
+    svgs: dict[str, bytes] | None = {} if a.html else None
     if not a.no_plots:
         try:
-            plots = make_plots(rep, out_dir)
+            plots = make_plots(rep, out_dir, svgs)
         except ImportError:
             rep["notes"].append("matplotlib is not installed: no plots (pip install matplotlib)")
     rep["plots"] = plots
     rep["out"] = str(out_dir)
-    atomic_write_bytes(out_dir / "report.md", render_markdown(rep, plots).encode())
+    markdown = render_markdown(rep, plots)
+    atomic_write_bytes(out_dir / "report.md", markdown.encode())
+    if a.html:
+        title = f"ABC session report: {session.path.name}"
+        atomic_write_bytes(out_dir / "report.html", render_html(markdown, svgs or {}, title).encode())
     atomic_write_bytes(out_dir / "report.json",
                        (json.dumps(_clean(rep), indent=1, default=_json_default) + "\n").encode())
     print(render_text(rep))
     print(f"wrote {out_dir / 'report.md'}, {out_dir / 'report.json'}"
+          + (f", {out_dir / 'report.html'}" if a.html else "")
           + (f" and {len(plots)} plots" if plots else ""))
     return 0
 

@@ -1,4 +1,5 @@
-"""The report's PNG plots (matplotlib, Agg backend; imported only when plots are drawn)."""
+"""The report's plots (matplotlib, Agg backend; imported only when plots are drawn): PNG files for
+``report.md``, and the same figures as SVG documents for ``report.html`` when asked."""
 from __future__ import annotations
 
 import io
@@ -20,10 +21,14 @@ def _thousands():
     return FuncFormatter(lambda v, _pos: f"{v:,.0f}" if v == int(v) else f"{v:,.4g}")
 
 
-def _save(fig, path: Path) -> None:
+def _save(fig, path: Path, svg: dict[str, bytes] | None) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     atomic_write_bytes(path, buf.getvalue())
+    if svg is not None:               # text as paths (matplotlib's default): the SVG needs no font
+        buf = io.BytesIO()
+        fig.savefig(buf, format="svg")
+        svg[path.name] = buf.getvalue()
 
 
 def _bar_labels(ax, bars, texts) -> None:
@@ -32,8 +37,9 @@ def _bar_labels(ax, bars, texts) -> None:
                     fontsize=7 if len(t) <= 8 else 6, xytext=(0, 2), textcoords="offset points")
 
 
-def make_plots(rep: dict, out_dir: Path) -> dict[str, str]:
-    """Write the PNG plots into ``out_dir``; returns {name: file name}.
+def make_plots(rep: dict, out_dir: Path, svg: dict[str, bytes] | None = None) -> dict[str, str]:
+    """Write the PNG plots into ``out_dir``; returns {name: file name}. With ``svg`` (a dict), each
+    figure is also drawn as an SVG document into ``svg[file name]``.
 
     ``measured_vs_predicted.png`` (grouped bars per figure), ``per_rank.png``
     (stored bytes and requests per rank), ``supersteps.png`` (volume and MPI
@@ -77,7 +83,7 @@ def make_plots(rep: dict, out_dir: Path) -> dict[str, str]:
             ax.set_ylabel("%")
     fig.suptitle(f"{me}: measured and predicted (docs/SESSION_FORMAT.md)")
     fig.tight_layout()
-    _save(fig, out_dir / "measured_vs_predicted.png")
+    _save(fig, out_dir / "measured_vs_predicted.png", svg)
     plt.close(fig)
     out["measured_vs_predicted"] = "measured_vs_predicted.png"
 
@@ -106,7 +112,7 @@ def make_plots(rep: dict, out_dir: Path) -> dict[str, str]:
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    _save(fig, out_dir / "per_rank.png")
+    _save(fig, out_dir / "per_rank.png", svg)
     plt.close(fig)
     out["per_rank"] = "per_rank.png"
 
@@ -140,7 +146,7 @@ def make_plots(rep: dict, out_dir: Path) -> dict[str, str]:
             ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    _save(fig, out_dir / "supersteps.png")
+    _save(fig, out_dir / "supersteps.png", svg)
     plt.close(fig)
     out["supersteps"] = "supersteps.png"
 
@@ -180,7 +186,7 @@ def make_plots(rep: dict, out_dir: Path) -> dict[str, str]:
         axes[2].axhline(100 * th["imbalance"], color="k", lw=0.8, ls="--")
         fig.suptitle(f"Türk's models on the graph of {me} (cf. Figures 6.4, 6.5)")
         fig.tight_layout()
-        _save(fig, out_dir / "thesis.png")
+        _save(fig, out_dir / "thesis.png", svg)
         plt.close(fig)
         out["thesis"] = "thesis.png"
     return out

@@ -66,3 +66,19 @@ def test_barrier_and_control_messages():
     gathered = c.gather(c.rank * 2)
     if c.rank == 0:
         assert gathered == [2 * r for r in range(c.size)]
+
+
+def test_dashboard_vitals_reach_rank_0_in_rank_order():
+    c = _comm()
+    vitals = (f'{{"rank": {c.rank}}}' * (c.rank % 3)).encode()     # rank 0 (and every third) sends none
+    ex = c.start_superstep([b""] * c.size, np.array([1], np.int64), b"r%d" % c.rank, vitals=vitals)
+    c.wait(ex)
+    if c.rank == 0:
+        assert ex.vitals == [(f'{{"rank": {r}}}' * (r % 3)).encode() for r in range(c.size)]
+        assert ex.reports == [b"r%d" % r for r in range(c.size)]
+    else:
+        assert ex.vitals is None
+    # without the dashboard no vitals are gathered at all
+    ex = c.start_superstep([b""] * c.size, np.array([1], np.int64), b"")
+    c.wait(ex)
+    assert ex.vitals is None and ex.status.tolist() == [c.size]
