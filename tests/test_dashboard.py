@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from abc_crawler import crash
-from abc_crawler.coordinator import Coordinator, Report, encode_report
-from abc_crawler.crawler import STATUS_FIELDS
+from abc_crawler.coordinator import Coordinator, SuperstepReport, encode_report
+from abc_crawler.crawl import STATUS_FIELDS
 from abc_crawler.dashboard.page import Page
 from abc_crawler.dashboard.publisher import Dashboard
 from abc_crawler.dashboard.server import MAX_BODY, MAX_CONNECTIONS, StatusServer, parse_address
@@ -146,7 +146,7 @@ def _fed_coordinator(steps: int, ranks: int, seed: int):
     for step in range(steps):
         for r in range(ranks):
             sb = [int(x) if d != r and rng.random() < 0.6 else 0 for d, x in enumerate(rng.integers(1, 500, ranks))]
-            co.consume(encode_report(Report(rank=r, superstep=step, volume=int(rng.integers(0, 900)),
+            co.consume(encode_report(SuperstepReport(rank=r, superstep=step, volume=int(rng.integers(0, 900)),
                                             send_bytes=sb, send_urls=[1 if b else 0 for b in sb])))
         co.end_superstep(step, 0.25 * step)
         yield co, step
