@@ -3,6 +3,7 @@
     .venv/bin/python bench/repartition.py [--web synthetic|corpus|both] [--parts 8] [--runs 1]
                                          [--hosts 400] [--pages 20000] [--out bench/results/repartition.json]
                                          [--communities C [--community-locality L]]
+    .venv/bin/python bench/repartition.py --politeness default [--web ...] [--runs 3] ...
 
 For each web (served by nginx, bench/nginx.py), four complete crawls with
 ``mpiexec -n K abc-crawl --no-stats --politeness-delay 0``:
@@ -35,15 +36,54 @@ the synthetic web with host communities (``abc-testweb generate --communities
 C --community-locality L``: cross-host links stay inside the source host's
 community with probability L) in its own directory under the data dir, and
 the result file is ``repartition-WEB-cC-lL.json``.
+
+``--politeness default`` (issue 16: a repartitioned session must not take
+longer than the hash session it replaces) crawls the page pair only —
+``page-hash`` (session 1), ``abc-repartition --model page-gp``, ``page-GP``
+(session 2) — with **every crawl setting at its default**: politeness delay
+0.25 s, phase slots with their holders and slot hand-over, statistics kernels,
+WARC files. ``--runs`` (default 3 here) pairs are run; the webs take turns in
+each run, and the order inside a pair alternates: even runs crawl session 1,
+partition it, then session 2; odd runs crawl session 2 first, on the previous
+run's part vector of the same web (a complete crawl's graph does not depend on
+timing and the partitioner is seeded: the script checks that the new vector
+assigns every URL as the previous one did), then session 1. nginx is
+started for each session with a JSON access log. Per session it reports:
+
+* wall time: ``wall_s`` (mpiexec start to exit, what a user waits) and
+  ``crawl_wall_s`` (stats.json ``wall_s``), and per run the ratio session 2 /
+  session 1 of both; medians over runs; goal: median ratio <= 1.1;
+* every page exactly once: ``overlap_pages`` (stats.json), ``requests``
+  against the distinct (host, path) the server logged (robots.txt apart),
+  requests the server logged more than once, and *host overlaps*: requests
+  to one host from two ranks at the same time (from the log's start and end
+  times, 2 ms tolerance for its millisecond clock);
+* what bounded it: stats.json ``bounds`` (the biggest host's politeness-bound
+  makespan, the busiest rank's busy time, the longest time in exchanges), the
+  ranks' idle time summed by kind (``idle_slot_s`` waiting for a slot with
+  work queued, ``idle_rest_s`` hosts resting, ``idle_empty_s`` nothing
+  queued), ``handovers`` / ``leases`` / ``leases_late`` / ``slot_cuts``
+  summed, and from the access log the biggest hosts' measured span (first
+  request's start to last response's end) and how many ranks fetched them;
+* the load average before and after each session, and the processes using
+  the most CPU at the start and end (the machine is shared);
+* volume and imbalances, measured beside predicted, as in the default mode.
+
+The per-rank lists (idle split, busy time, requests, handovers, leases) of
+every session are in the result file (``raw``), ``repartition-default-WEB.json``.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -112,11 +152,280 @@ def one_round(web: Path, K: int, tmp: Path, tag: str) -> dict:
     return out
 
 
+def volume_entry(rounds: list[dict], names) -> dict:
+    """Medians of the measured volume/messages/imbalances over rounds, beside the predicted ones, and the
+    repartition targets (page-GP against page-hash)."""
+    entry: dict = {"sessions": {}}
+    for name in names:
+        if "skipped" in rounds[0][name]:
+            entry["skipped"] = {name: rounds[0][name]["skipped"]}
+            continue
+        meas = medians([r[name]["measured"] for r in rounds])
+        pred = rounds[0][name]["predicted"]
+        entry["sessions"][name] = {"measured": meas, "predicted": {k: pred.get(k) for k in METRICS},
+                                   "measured_over_predicted": {
+                                       k: (meas[k] / pred[k] if pred.get(k) else None) for k in METRICS}}
+    ph, pg = entry["sessions"]["page-hash"]["measured"], entry["sessions"]["page-GP"]["measured"]
+    cut = ph["volume_bytes"] / pg["volume_bytes"] if pg["volume_bytes"] else float("inf")
+    mop = entry["sessions"]["page-GP"]["measured_over_predicted"]
+    entry["targets"] = {
+        "volume_cut_x": cut, "volume_cut_met": cut >= 20,
+        "storage_pct": pg["storage_pct"], "request_pct": pg["request_pct"],
+        "imbalance_met": pg["storage_pct"] <= 5 and pg["request_pct"] <= 5,
+        "within_10pct": {k: (abs(v - 1) <= 0.10 if v is not None else None) for k, v in mop.items()}}
+    return entry
+
+
+def print_volume(kind: str, web, parts: int, runs: int, entry: dict) -> None:
+    print(f"\n{kind} web ({web}), K = {parts}, median of {runs} run(s); measured (predicted) "
+          f"[measured/predicted]:")
+    print(f"  {'session':10s} {'volume_bytes':>28s} {'messages_thesis':>24s} {'storage %':>22s}"
+          f" {'request %':>22s} {'wire_bytes':>11s} {'msgs MPI':>9s}")
+    for name, s in entry["sessions"].items():
+        m, p, r = s["measured"], s["predicted"], s["measured_over_predicted"]
+        cell = lambda k, f: (f"{m[k]:{f}} ({p[k]:{f}}) [{r[k]:.2f}]" if p.get(k) is not None and r[k] is not None  # noqa: E731
+                             else f"{m[k]:{f}} ({p.get(k)})")
+        print(f"  {name:10s} {cell('volume_bytes', ',.0f'):>28s} {cell('messages_thesis', ',.0f'):>24s}"
+              f" {cell('storage_pct', '.2f'):>22s} {cell('request_pct', '.2f'):>22s}"
+              f" {m['wire_bytes']:11,.0f} {m['messages_mpi']:9,.0f}")
+    t = entry["targets"]
+    print(f"  page-GP cuts measured volume {t['volume_cut_x']:.1f}x against page-hash (target >= 20x: "
+          f"{'met' if t['volume_cut_met'] else 'missed'}); imbalance storage {t['storage_pct']:.2f} %, "
+          f"requests {t['request_pct']:.2f} % (target <= 5 %: {'met' if t['imbalance_met'] else 'missed'}); "
+          f"within 10 % of predicted: {t['within_10pct']}")
+    if "skipped" in entry:
+        print(f"  {entry['skipped']}")
+
+
+# -- --politeness default: the wall times of session 1 (hash) and session 2 (page-GP) ---------------------
+
+OVERLAP_EPS_S = 0.002      # nginx logs $msec and $request_time in milliseconds
+PAGE_PAIR = ("page-hash", "page-GP")
+RANK_KEYS = ("requests", "idle_s", "idle_slot_s", "idle_rest_s", "idle_empty_s", "exchange_s", "handovers", "leases",
+             "leases_late", "slot_cuts", "warm_cuts", "batches")
+
+
+def log_figures(rows: list[dict], top: int = 3) -> dict:
+    """Exactly-once and per-host figures of one session from the server's access log
+    (:func:`nginx.read_access_log` rows): requests and distinct (host, path) without robots.txt, paths
+    asked more than once, requests to one host from two ranks at once, and the biggest hosts' span."""
+    pages = [r for r in rows if r["path"] != "/robots.txt"]
+    seen = Counter((r["host"], r["path"]) for r in pages)
+    by_host: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_host[r["host"]].append(r)
+    overlaps: Counter = Counter()
+    hosts = []
+    for host, rs in by_host.items():
+        rs.sort(key=lambda r: r["t_start"])
+        ends: dict[int, float] = {}          # rank -> latest end of its requests to this host so far
+        for r in rs:
+            if any(e > r["t_start"] + OVERLAP_EPS_S for rk, e in ends.items() if rk != r["rank"]):
+                overlaps[host] += 1
+            ends[r["rank"]] = max(ends.get(r["rank"], 0.0), r["t_end"])
+        ranks = Counter(r["rank"] for r in rs if r["path"] != "/robots.txt")
+        hosts.append({"host": host, "requests": sum(ranks.values()), "ranks": dict(sorted(ranks.items())),
+                      "first_s": rs[0]["t_start"], "span_s": round(max(r["t_end"] for r in rs) - rs[0]["t_start"], 3)})
+    t0 = min((r["t_start"] for r in rows), default=0.0)
+    hosts.sort(key=lambda h: -h["requests"])
+    for h in hosts:
+        h["first_s"] = round(h["first_s"] - t0, 3)
+    return {"log_requests": len(pages), "log_distinct": len(seen),
+            "log_repeated": sum(c - 1 for c in seen.values() if c > 1),
+            "repeated_statuses": dict(Counter(r["status"] for r in pages if seen[(r["host"], r["path"])] > 1)),
+            "robots": len(rows) - len(pages), "host_overlaps": sum(overlaps.values()),
+            "overlap_hosts": dict(overlaps.most_common(5)), "hosts": hosts[:top]}
+
+
+def time_figures(st: dict) -> dict:
+    """What bounded a session (stats.json ``bounds`` and the per-rank idle split, summed over ranks)."""
+    b, pr = st["bounds"], st["per_rank"]
+    tot = lambda k: round(sum(p.get(k) or 0 for p in pr), 3)  # noqa: E731
+    top = b["hosts"][0] if b["hosts"] else {}
+    return {"crawl_wall_s": st["wall_s"], "host_bound_s": b["host_bound_s"], "bound_host": top.get("host"),
+            "bound_host_requests": top.get("requests"), "busy_max_s": max(b["rank_busy_s"]),
+            "busy_mean_s": round(statistics.fmean(b["rank_busy_s"]), 3), "exchange_max_s": max(b["exchange_s"]),
+            "idle_s": tot("idle_s"), "idle_slot_s": tot("idle_slot_s"), "idle_rest_s": tot("idle_rest_s"),
+            "idle_empty_s": tot("idle_empty_s"), "handovers": tot("handovers"), "leases": tot("leases"),
+            "leases_late": tot("leases_late"), "slot_cuts": tot("slot_cuts"), "warm_cuts": tot("warm_cuts"),
+            "supersteps": st["exchange"]["supersteps"]}
+
+
+def top_cpu(n: int = 8) -> list[str]:
+    """The load average and the processes using the most CPU over two seconds (``top``; the machine is
+    shared): ``%CPU command line``."""
+    r = subprocess.run(["top", "-b", "-n", "2", "-d", "2", "-w", "200", "-c", "-o", "%CPU"], capture_output=True,
+                       text=True, timeout=60)
+    lines = r.stdout.split("\ntop - ")[-1].splitlines()     # the second sample
+    start = next((i for i, line in enumerate(lines) if line.split()[:1] == ["PID"]), len(lines))
+    procs = [line.split() for line in lines[start + 1:start + 1 + n]]
+    return ["load average " + lines[0].split("load average:")[-1].strip()] + [
+        " ".join(f[8:9] + f[11:])[:150] for f in procs if len(f) > 11]
+
+
+def timed_session(web: Path, K: int, session: Path, assign: str, logdir: Path) -> dict:
+    """One crawl with every setting at its default, served by its own nginx with an access log."""
+    log = logdir / f"{session.name}.access.json"
+    load0 = os.getloadavg()
+    with nginx.serve(web, access_log=str(log), max_seconds=3600):
+        row = run_abc(K, web, session, "--assign", assign, keep=True, timeout=3000)
+    load1 = os.getloadavg()      # nginx stopped: its log buffer is flushed
+    st = row["_stats"]
+    out = {"wall_s": row["wall_s"], "cpu_s": row["cpu_s"], "measured": measured(st), "time": time_figures(st),
+           "log": log_figures(nginx.read_access_log(log)), "bounds": st["bounds"],
+           "per_rank": {k: [p.get(k) for p in st["per_rank"]] for k in RANK_KEYS} | {
+               "busy_s": st["bounds"]["rank_busy_s"]},
+           "load": [round(x, 2) for x in (*load0, *load1)]}
+    log.unlink()
+    return out
+
+
+def vector_digest(path: Path) -> str:
+    """SHA-256 of a part vector's assignment (URL and host fingerprints and ranks)."""
+    import numpy as np
+
+    h = hashlib.sha256()
+    with np.load(path, allow_pickle=False) as z:
+        for k in ("url_fp", "url_rank", "host_fp", "host_rank"):
+            h.update(z[k].tobytes())
+    return h.hexdigest()[:16]
+
+
+def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] | None) -> tuple[dict, tuple[Path, dict]]:
+    """Session 1 (hash) and session 2 (page-GP); ``prev`` = (vector, abc-repartition output) of the
+    previous run on this web: then session 2 runs first, on it."""
+    s1, s2 = tmp / f"{tag}-page-hash", tmp / f"{tag}-page-gp"
+    vec = tmp / f"{tag}-partvec-page-gp.npz"
+    out: dict = {}
+
+    def hash_then_partition() -> dict:
+        out["page-hash"] = timed_session(web, K, s1, "hash", tmp)
+        pg = repartition(s1, "page-gp", K, vec)
+        out["page-hash"]["predicted"] = pg["baselines"]["hash"]
+        return pg
+
+    if prev is None:
+        out["order"] = "hash, GP"
+        pg = hash_then_partition()
+        used = (vec, pg)
+    else:
+        out["order"] = "GP (previous run's vector), hash"
+        used = prev
+    out["page-GP"] = timed_session(web, K, s2, str(used[0]), tmp)
+    out["page-GP"]["predicted"] = used[1]["predicted"]
+    out["page-GP"]["partition"] = {k: used[1]["partition"].get(k) for k in ("seconds", "start", "cut", "objective")}
+    if prev is not None:
+        pg = hash_then_partition()
+        out["vector_same_as_previous"] = vector_digest(vec) == vector_digest(prev[0])
+    out["vector"] = vector_digest(used[0])
+    for s in (s1, s2):
+        shutil.rmtree(s, ignore_errors=True)
+    w1, w2 = out["page-hash"]["wall_s"], out["page-GP"]["wall_s"]
+    c1, c2 = out["page-hash"]["time"]["crawl_wall_s"], out["page-GP"]["time"]["crawl_wall_s"]
+    out["ratio"] = w2 / w1
+    out["crawl_ratio"] = c2 / c1 if c1 else None
+    return out, (vec, pg)
+
+
+def exactly_once(sess: dict) -> dict:
+    m, lg = sess["measured"], sess["log"]
+    return {"overlap_pages": m["overlap_pages"], "requests": m["requests"], "log_distinct": lg["log_distinct"],
+            "log_repeated": lg["log_repeated"], "host_overlaps": lg["host_overlaps"],
+            "ok": m["overlap_pages"] == 0 and m["requests"] == lg["log_distinct"] and lg["log_repeated"] == 0
+            and lg["host_overlaps"] == 0}
+
+
+def timing_entry(rounds: list[dict]) -> dict:
+    ratios = [r["ratio"] for r in rounds]
+    crawl_ratios = [r["crawl_ratio"] for r in rounds if r["crawl_ratio"] is not None]
+    sess = {}
+    for name in PAGE_PAIR:
+        rs = [r[name] for r in rounds]
+        sess[name] = {"wall_s": statistics.median(x["wall_s"] for x in rs),
+                      "time": medians([x["time"] for x in rs]),
+                      "exactly_once": [exactly_once(x) for x in rs]}
+    med = statistics.median(ratios)
+    return {"per_run": [{"order": r["order"], "hash_wall_s": r["page-hash"]["wall_s"],
+                         "gp_wall_s": r["page-GP"]["wall_s"], "ratio": r["ratio"], "crawl_ratio": r["crawl_ratio"],
+                         "vector_same_as_previous": r.get("vector_same_as_previous")} for r in rounds],
+            "median_ratio": med, "median_crawl_ratio": statistics.median(crawl_ratios) if crawl_ratios else None,
+            "ratio_of_median_walls": sess["page-GP"]["wall_s"] / sess["page-hash"]["wall_s"],
+            "goal_met": med <= 1.1, "sessions": sess,
+            "exactly_once_all_runs": all(e["ok"] for s in sess.values() for e in s["exactly_once"])}
+
+
+def print_timing(kind: str, entry: dict, rounds: list[dict]) -> None:
+    print(f"\n{kind}: wall time of session 2 (page-GP) against session 1 (hash), every crawl setting at its default")
+    print(f"  {'run':>3s}  {'order':32s} {'hash s':>8s} {'GP s':>8s} {'ratio':>6s} {'crawl ratio':>11s}  load 1-min "
+          f"before/after (hash; GP)")
+    for i, (r, row) in enumerate(zip(rounds, entry["per_run"])):
+        lh, lg = r["page-hash"]["load"], r["page-GP"]["load"]
+        print(f"  {i + 1:3d}  {row['order']:32s} {row['hash_wall_s']:8.1f} {row['gp_wall_s']:8.1f} {row['ratio']:6.3f}"
+              f" {row['crawl_ratio']:11.3f}  {lh[0]:.1f}/{lh[3]:.1f}; {lg[0]:.1f}/{lg[3]:.1f}"
+              + f"  GP vector's predicted MV {r['page-GP']['predicted']['volume_bytes']:,}")
+    s1, s2 = entry["sessions"]["page-hash"], entry["sessions"]["page-GP"]
+    print(f"  median: hash {s1['wall_s']:.1f} s, GP {s2['wall_s']:.1f} s; median ratio {entry['median_ratio']:.3f} "
+          f"(crawl wall {entry['median_crawl_ratio']:.3f}); goal <= 1.1: {'met' if entry['goal_met'] else 'MISSED'}")
+    print("  what bounded each session (medians over runs; idle seconds summed over ranks):")
+    for name, s in entry["sessions"].items():
+        t = s["time"]
+        print(f"    {name:9s} crawl wall {t['crawl_wall_s']:.1f} s | biggest host's politeness bound "
+              f"{t['host_bound_s']:.1f} s ({t['bound_host_requests']:.0f} requests) | busiest rank {t['busy_max_s']:.1f} s"
+              f" (mean {t['busy_mean_s']:.1f}) | exchange max {t['exchange_max_s']:.1f} s | idle slot "
+              f"{t['idle_slot_s']:.1f} / rest {t['idle_rest_s']:.1f} / empty {t['idle_empty_s']:.1f} s | handovers "
+              f"{t['handovers']:.0f}, leases {t['leases']:.0f} (late {t['leases_late']:.0f}), slot cuts {t['slot_cuts']:.0f}")
+    print("  biggest hosts in the server's log (first run): requests by rank, first request, span")
+    for name in PAGE_PAIR:
+        for h in rounds[0][name]["log"]["hosts"]:
+            print(f"    {name:9s} {h['host']:24s} {h['requests']:6d} requests, ranks {h['ranks']}, first at "
+                  f"{h['first_s']:.1f} s, span {h['span_s']:.1f} s")
+    print("  every page exactly once (per run: overlap_pages, requests = distinct logged, repeated, host overlaps):")
+    for name, s in entry["sessions"].items():
+        cells = "; ".join(f"{e['overlap_pages']}, {e['requests']} = {e['log_distinct']}, {e['log_repeated']}, "
+                          f"{e['host_overlaps']}" for e in s["exactly_once"])
+        print(f"    {name:9s} {cells}")
+    print(f"  exactly once in every run: {'yes' if entry['exactly_once_all_runs'] else 'NO'}")
+
+
+def timed_main(a, webs: list[str], web_dirs: dict) -> dict:
+    """``--politeness default``: paired runs, the webs taking turns, the order in a pair alternating."""
+    result = {"benchmark": "repartition-default-politeness", "args": vars(a), "webs": {},
+              "busy_at_start": top_cpu()}
+    tmp = Path(tempfile.mkdtemp(prefix="abc-repart-"))
+    rounds: dict[str, list[dict]] = {k: [] for k in webs}
+    prev: dict[str, tuple[Path, dict] | None] = {k: None for k in webs}
+    try:
+        for run in range(a.runs):
+            for kind in harness.rotated(webs, run):
+                r, last = timed_pair(web_dirs[kind], a.parts, tmp, f"{kind}-{run}", prev[kind] if run % 2 else None)
+                if prev[kind] is not None and prev[kind][0] != last[0]:
+                    prev[kind][0].unlink(missing_ok=True)
+                prev[kind] = last
+                rounds[kind].append(r)
+                print(f"[{kind} run {run + 1}/{a.runs}] {r['order']}: hash {r['page-hash']['wall_s']:.1f} s, "
+                      f"GP {r['page-GP']['wall_s']:.1f} s, ratio {r['ratio']:.3f}", flush=True)
+        result["busy_at_end"] = top_cpu()
+        for kind in webs:
+            entry = {"web": str(web_dirs[kind]), **timing_entry(rounds[kind]),
+                     "volume": volume_entry(rounds[kind], PAGE_PAIR), "raw": rounds[kind]}
+            result["webs"][kind] = entry
+            print_volume(kind, web_dirs[kind], a.parts, a.runs, entry["volume"])
+            print_timing(kind, entry, rounds[kind])
+        print("\nbusiest processes at the start:\n  " + "\n  ".join(result["busy_at_start"]))
+        print("and at the end:\n  " + "\n  ".join(result["busy_at_end"]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--web", choices=["synthetic", "corpus", "both"], default="both")
     ap.add_argument("--parts", type=int, default=8)
-    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=None, help="default 1 (3 with --politeness default)")
+    ap.add_argument("--politeness", choices=["zero", "default"], default="zero",
+                    help="zero: --politeness-delay 0 --no-stats, all four sessions (volume, imbalance); default: "
+                         "every crawl setting at its default, page-hash and page-GP only, with wall times")
     ap.add_argument("--hosts", type=int, default=400)
     ap.add_argument("--pages", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
@@ -125,64 +434,41 @@ def main() -> int:
                     help="synthetic web with C host communities (abc-testweb generate --communities; 0: off)")
     ap.add_argument("--community-locality", type=float, default=None,
                     help="with --communities: P(cross-host link stays in its community) (default 0.9)")
-    ap.add_argument("--out", default=None, help="default bench/results/repartition-WEB.json")
+    ap.add_argument("--out", default=None, help="default bench/results/repartition[-default]-WEB.json")
     a = ap.parse_args()
     if a.community_locality is not None and not a.communities:
         ap.error("--community-locality needs --communities C")
-    tag = f"repartition-{a.web}"
+    if a.runs is None:
+        a.runs = 3 if a.politeness == "default" else 1
+    if a.runs < 1:
+        ap.error("--runs must be >= 1")
+    tag = "repartition-" + ("default-" if a.politeness == "default" else "") + a.web
     if a.communities:
         tag += f"-c{a.communities}" + (f"-l{a.community_locality:g}" if a.community_locality is not None else "")
-    print(harness.describe_header(f"Repartition between sessions, K = {a.parts}", ["pymetis", "cmeel-metis"]), flush=True)
+    title = f"Repartition between sessions, K = {a.parts}" + (
+        ", every crawl setting at its default" if a.politeness == "default" else "")
+    print(harness.describe_header(title, ["pymetis", "cmeel-metis"]), flush=True)
     webs = ["synthetic", "corpus"] if a.web == "both" else [a.web]
+    web_dirs = {kind: harness.generated_web(a.hosts, a.pages, a.seed, a.port, a.communities, a.community_locality)
+                if kind == "synthetic" else corpus.prepare(corpus.DEFAULT_OUT, port=8080) for kind in webs}
+    if a.politeness == "default":
+        path = write_result(tag, timed_main(a, webs, web_dirs), a.out)
+        print(f"wrote {path}")
+        return 0
     result = {"benchmark": "repartition", "args": vars(a), "webs": {}}
     tmp = Path(tempfile.mkdtemp(prefix="abc-repart-"))
     try:
         for kind in webs:
-            web = harness.generated_web(a.hosts, a.pages, a.seed, a.port, a.communities,
-                                      a.community_locality) if kind == "synthetic" else corpus.prepare(
-                corpus.DEFAULT_OUT, port=8080)
+            web = web_dirs[kind]
             rounds = []
             with nginx.serve(web, max_seconds=a.runs * 4 * 1800 + 600):
                 for run in range(a.runs):
                     rounds.append(one_round(web, a.parts, tmp, f"{kind}-{run}"))
                     print(f"[{kind} run {run + 1}/{a.runs}] done", flush=True)
-            entry: dict = {"web": str(web), "sessions": {}, "raw": rounds}
-            for name in ("page-hash", "page-GP", "site-hash", "site-GP"):
-                if "skipped" in rounds[0][name]:
-                    entry["skipped"] = {name: rounds[0][name]["skipped"]}
-                    continue
-                meas = medians([r[name]["measured"] for r in rounds])
-                pred = rounds[0][name]["predicted"]
-                entry["sessions"][name] = {"measured": meas, "predicted": {k: pred.get(k) for k in METRICS},
-                                           "measured_over_predicted": {
-                                               k: (meas[k] / pred[k] if pred.get(k) else None) for k in METRICS}}
-            ph, pg = entry["sessions"]["page-hash"]["measured"], entry["sessions"]["page-GP"]["measured"]
-            cut = ph["volume_bytes"] / pg["volume_bytes"] if pg["volume_bytes"] else float("inf")
-            mop = entry["sessions"]["page-GP"]["measured_over_predicted"]
-            entry["targets"] = {
-                "volume_cut_x": cut, "volume_cut_met": cut >= 20,
-                "storage_pct": pg["storage_pct"], "request_pct": pg["request_pct"],
-                "imbalance_met": pg["storage_pct"] <= 5 and pg["request_pct"] <= 5,
-                "within_10pct": {k: (abs(v - 1) <= 0.10 if v is not None else None) for k, v in mop.items()}}
+            entry = {"web": str(web), **volume_entry(rounds, ("page-hash", "page-GP", "site-hash", "site-GP")),
+                     "raw": rounds}
             result["webs"][kind] = entry
-            print(f"\n{kind} web ({web}), K = {a.parts}, median of {a.runs} run(s); measured (predicted) "
-                  f"[measured/predicted]:")
-            print(f"  {'session':10s} {'volume_bytes':>28s} {'messages_thesis':>24s} {'storage %':>22s}"
-                  f" {'request %':>22s} {'wire_bytes':>11s} {'msgs MPI':>9s}")
-            for name, s in entry["sessions"].items():
-                m, p, r = s["measured"], s["predicted"], s["measured_over_predicted"]
-                cell = lambda k, f: (f"{m[k]:{f}} ({p[k]:{f}}) [{r[k]:.2f}]" if p.get(k) is not None and r[k] is not None  # noqa: E731
-                                     else f"{m[k]:{f}} ({p.get(k)})")
-                print(f"  {name:10s} {cell('volume_bytes', ',.0f'):>28s} {cell('messages_thesis', ',.0f'):>24s}"
-                      f" {cell('storage_pct', '.2f'):>22s} {cell('request_pct', '.2f'):>22s}"
-                      f" {m['wire_bytes']:11,.0f} {m['messages_mpi']:9,.0f}")
-            t = entry["targets"]
-            print(f"  page-GP cuts measured volume {t['volume_cut_x']:.1f}x against page-hash (target >= 20x: "
-                  f"{'met' if t['volume_cut_met'] else 'missed'}); imbalance storage {t['storage_pct']:.2f} %, "
-                  f"requests {t['request_pct']:.2f} % (target <= 5 %: {'met' if t['imbalance_met'] else 'missed'}); "
-                  f"within 10 % of predicted: {t['within_10pct']}")
-            if "skipped" in entry:
-                print(f"  {entry['skipped']}")
+            print_volume(kind, web, a.parts, a.runs, entry)
             path = write_result(tag, result, a.out)
         print(f"wrote {path}")
     finally:
