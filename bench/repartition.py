@@ -83,6 +83,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -200,20 +201,48 @@ def print_volume(kind: str, web, parts: int, runs: int, entry: dict) -> None:
 # -- --politeness default: the wall times of session 1 (hash) and session 2 (page-GP) ---------------------
 
 OVERLAP_EPS_S = 0.002      # nginx logs $msec and $request_time in milliseconds
+BATCH_GAP_S = 0.1          # a host's gap shorter than this lies inside a batch (one keep-alive connection)
 PAGE_PAIR = ("page-hash", "page-GP")
 RANK_KEYS = ("requests", "idle_s", "idle_slot_s", "idle_rest_s", "idle_empty_s", "exchange_s", "handovers", "leases",
              "leases_late", "slot_cuts", "warm_cuts", "batches")
 
 
-def log_figures(rows: list[dict], top: int = 3) -> dict:
+def host_timeline(rs: list[dict], rest_s: float) -> dict:
+    """Where one host's span went, from its requests in the access log (sorted by start): time in
+    requests, gaps inside a batch (< ``BATCH_GAP_S``), the politeness rests owed after each batch
+    (``rest_s`` per batch boundary) and the *excess*: the part of each boundary gap beyond the rest,
+    when the host had no request although politeness allowed one (split by whether the next batch
+    came from the same rank or another one: waiting for a slot, a lease, a frontier)."""
+    in_req = sum(r["t_end"] - r["t_start"] for r in rs)
+    inner = rests = excess = excess_other = 0.0
+    boundaries = 0
+    for a, b in zip(rs, rs[1:]):
+        gap = b["t_start"] - a["t_end"]
+        if gap < BATCH_GAP_S:
+            inner += max(gap, 0.0)
+            continue
+        boundaries += 1
+        rests += min(gap, rest_s)
+        more = max(0.0, gap - rest_s)
+        excess += more
+        if b["rank"] != a["rank"]:
+            excess_other += more
+    return {"in_requests_s": round(in_req, 3), "inner_gaps_s": round(inner, 3), "batches": boundaries + 1,
+            "requests_per_batch": round(len(rs) / (boundaries + 1), 2), "rests_s": round(rests, 3),
+            "excess_s": round(excess, 3), "excess_rank_change_s": round(excess_other, 3)}
+
+
+def log_figures(rows: list[dict], rest_s: float, top: int = 3) -> dict:
     """Exactly-once and per-host figures of one session from the server's access log
     (:func:`nginx.read_access_log` rows): requests and distinct (host, path) without robots.txt, paths
-    asked more than once, requests to one host from two ranks at once, and the biggest hosts' span."""
+    asked more than once, requests to one host from two ranks at once, the biggest hosts' span and
+    its timeline (:func:`host_timeline`), and when each rank's last request ended."""
     pages = [r for r in rows if r["path"] != "/robots.txt"]
     seen = Counter((r["host"], r["path"]) for r in pages)
     by_host: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_host[r["host"]].append(r)
+    t0 = min((r["t_start"] for r in rows), default=0.0)
     overlaps: Counter = Counter()
     hosts = []
     for host, rs in by_host.items():
@@ -225,16 +254,21 @@ def log_figures(rows: list[dict], top: int = 3) -> dict:
             ends[r["rank"]] = max(ends.get(r["rank"], 0.0), r["t_end"])
         ranks = Counter(r["rank"] for r in rs if r["path"] != "/robots.txt")
         hosts.append({"host": host, "requests": sum(ranks.values()), "ranks": dict(sorted(ranks.items())),
-                      "first_s": rs[0]["t_start"], "span_s": round(max(r["t_end"] for r in rs) - rs[0]["t_start"], 3)})
-    t0 = min((r["t_start"] for r in rows), default=0.0)
+                      "first_s": round(rs[0]["t_start"] - t0, 3), "last_s": round(max(ends.values()) - t0, 3),
+                      "span_s": round(max(ends.values()) - rs[0]["t_start"], 3), "_rows": rs})
     hosts.sort(key=lambda h: -h["requests"])
-    for h in hosts:
-        h["first_s"] = round(h["first_s"] - t0, 3)
+    for h in hosts[:top]:
+        h["timeline"] = host_timeline(h["_rows"], rest_s)
+    rank_last: dict[int, float] = {}
+    for r in rows:
+        rank_last[r["rank"]] = max(rank_last.get(r["rank"], 0.0), r["t_end"] - t0)
     return {"log_requests": len(pages), "log_distinct": len(seen),
             "log_repeated": sum(c - 1 for c in seen.values() if c > 1),
             "repeated_statuses": dict(Counter(r["status"] for r in pages if seen[(r["host"], r["path"])] > 1)),
             "robots": len(rows) - len(pages), "host_overlaps": sum(overlaps.values()),
-            "overlap_hosts": dict(overlaps.most_common(5)), "hosts": hosts[:top]}
+            "overlap_hosts": dict(overlaps.most_common(5)),
+            "hosts": [{k: v for k, v in h.items() if k != "_rows"} for h in hosts[:top]],
+            "rank_last_request_s": {rk: round(t, 3) for rk, t in sorted(rank_last.items())}}
 
 
 def time_figures(st: dict) -> dict:
@@ -263,20 +297,36 @@ def top_cpu(n: int = 8) -> list[str]:
         " ".join(f[8:9] + f[11:])[:150] for f in procs if len(f) > 11]
 
 
-def timed_session(web: Path, K: int, session: Path, assign: str, logdir: Path) -> dict:
-    """One crawl with every setting at its default, served by its own nginx with an access log."""
+def timed_session(web: Path, K: int, session: Path, assign: str, logdir: Path, keep: Path | None = None) -> dict:
+    """One crawl with every setting at its default, served by its own nginx with an access log.
+
+    ``start_s``: launch to the crawl's start (the phase warm-up origin on rank 0's clock: start-up,
+    reading the assignment, the holder table, the clock synchronization); ``tail_s``: the crawl's end
+    to the exit of mpiexec (writing the session, waiting for the statistics kernels' thread)."""
     log = logdir / f"{session.name}.access.json"
     load0 = os.getloadavg()
     with nginx.serve(web, access_log=str(log), max_seconds=3600):
+        t_launch = time.time()
         row = run_abc(K, web, session, "--assign", assign, keep=True, timeout=3000)
+        t_exit = time.time()
     load1 = os.getloadavg()      # nginx stopped: its log buffer is flushed
     st = row["_stats"]
+    rest_s = json.loads((session / "manifest.json").read_text())["config"]["politeness_delay"]
+    origin = st["per_rank"][0].get("phase_origin")
     out = {"wall_s": row["wall_s"], "cpu_s": row["cpu_s"], "measured": measured(st), "time": time_figures(st),
-           "log": log_figures(nginx.read_access_log(log)), "bounds": st["bounds"],
+           "log": log_figures(nginx.read_access_log(log), rest_s), "bounds": st["bounds"],
            "per_rank": {k: [p.get(k) for p in st["per_rank"]] for k in RANK_KEYS} | {
                "busy_s": st["bounds"]["rank_busy_s"]},
            "load": [round(x, 2) for x in (*load0, *load1)]}
-    log.unlink()
+    if origin:
+        out["time"]["start_s"] = round(origin - t_launch, 3)
+        out["time"]["tail_s"] = round(t_exit - origin - st["wall_s"], 3)
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(log), keep / log.name)
+        shutil.copytree(session, keep / session.name, ignore=shutil.ignore_patterns("warc", "checkpoint"))
+    else:
+        log.unlink()
     return out
 
 
@@ -291,7 +341,8 @@ def vector_digest(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] | None) -> tuple[dict, tuple[Path, dict]]:
+def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] | None,
+               keep: Path | None = None) -> tuple[dict, tuple[Path, dict]]:
     """Session 1 (hash) and session 2 (page-GP); ``prev`` = (vector, abc-repartition output) of the
     previous run on this web: then session 2 runs first, on it."""
     s1, s2 = tmp / f"{tag}-page-hash", tmp / f"{tag}-page-gp"
@@ -299,7 +350,7 @@ def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] |
     out: dict = {}
 
     def hash_then_partition() -> dict:
-        out["page-hash"] = timed_session(web, K, s1, "hash", tmp)
+        out["page-hash"] = timed_session(web, K, s1, "hash", tmp, keep)
         pg = repartition(s1, "page-gp", K, vec)
         out["page-hash"]["predicted"] = pg["baselines"]["hash"]
         return pg
@@ -311,7 +362,7 @@ def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] |
     else:
         out["order"] = "GP (previous run's vector), hash"
         used = prev
-    out["page-GP"] = timed_session(web, K, s2, str(used[0]), tmp)
+    out["page-GP"] = timed_session(web, K, s2, str(used[0]), tmp, keep)
     out["page-GP"]["predicted"] = used[1]["predicted"]
     out["page-GP"]["partition"] = {k: used[1]["partition"].get(k) for k in ("seconds", "start", "cut", "objective")}
     if prev is not None:
@@ -328,61 +379,77 @@ def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] |
 
 
 def exactly_once(sess: dict) -> dict:
-    m, lg = sess["measured"], sess["log"]
+    """Every page exactly once: no URL reported by two ranks, as many requests as distinct paths the
+    server saw, no two ranks on one host at once, and every path the server saw twice explained by a
+    request cut at a slot's end and asked again (``slot_cuts``)."""
+    m, lg, t = sess["measured"], sess["log"], sess["time"]
     return {"overlap_pages": m["overlap_pages"], "requests": m["requests"], "log_distinct": lg["log_distinct"],
-            "log_repeated": lg["log_repeated"], "host_overlaps": lg["host_overlaps"],
-            "ok": m["overlap_pages"] == 0 and m["requests"] == lg["log_distinct"] and lg["log_repeated"] == 0
-            and lg["host_overlaps"] == 0}
+            "log_repeated": lg["log_repeated"], "slot_cuts": t["slot_cuts"], "host_overlaps": lg["host_overlaps"],
+            "ok": m["overlap_pages"] == 0 and m["requests"] == lg["log_distinct"] and lg["host_overlaps"] == 0
+            and lg["log_repeated"] <= t["slot_cuts"]}
 
 
 def timing_entry(rounds: list[dict]) -> dict:
-    ratios = [r["ratio"] for r in rounds]
-    crawl_ratios = [r["crawl_ratio"] for r in rounds if r["crawl_ratio"] is not None]
+    """Per-run and median wall times and ratios of a web's pairs. The goal is checked on the crawl's
+    wall time (stats.json ``wall_s``); mpiexec's wall time adds start-up and the session's writing."""
     sess = {}
     for name in PAGE_PAIR:
         rs = [r[name] for r in rounds]
         sess[name] = {"wall_s": statistics.median(x["wall_s"] for x in rs),
+                      "crawl_wall_s": statistics.median(x["time"]["crawl_wall_s"] for x in rs),
                       "time": medians([x["time"] for x in rs]),
                       "exactly_once": [exactly_once(x) for x in rs]}
-    med = statistics.median(ratios)
-    return {"per_run": [{"order": r["order"], "hash_wall_s": r["page-hash"]["wall_s"],
-                         "gp_wall_s": r["page-GP"]["wall_s"], "ratio": r["ratio"], "crawl_ratio": r["crawl_ratio"],
-                         "vector_same_as_previous": r.get("vector_same_as_previous")} for r in rounds],
-            "median_ratio": med, "median_crawl_ratio": statistics.median(crawl_ratios) if crawl_ratios else None,
-            "ratio_of_median_walls": sess["page-GP"]["wall_s"] / sess["page-hash"]["wall_s"],
+    med = statistics.median(r["crawl_ratio"] for r in rounds)
+    return {"per_run": [{"order": r["order"], "hash_crawl_wall_s": r["page-hash"]["time"]["crawl_wall_s"],
+                         "gp_crawl_wall_s": r["page-GP"]["time"]["crawl_wall_s"], "crawl_ratio": r["crawl_ratio"],
+                         "hash_wall_s": r["page-hash"]["wall_s"], "gp_wall_s": r["page-GP"]["wall_s"],
+                         "ratio": r["ratio"], "vector_same_as_previous": r.get("vector_same_as_previous")}
+                        for r in rounds],
+            "median_crawl_ratio": med, "median_ratio": statistics.median(r["ratio"] for r in rounds),
+            "ratio_of_median_crawl_walls": sess["page-GP"]["crawl_wall_s"] / sess["page-hash"]["crawl_wall_s"],
             "goal_met": med <= 1.1, "sessions": sess,
             "exactly_once_all_runs": all(e["ok"] for s in sess.values() for e in s["exactly_once"])}
 
 
 def print_timing(kind: str, entry: dict, rounds: list[dict]) -> None:
     print(f"\n{kind}: wall time of session 2 (page-GP) against session 1 (hash), every crawl setting at its default")
-    print(f"  {'run':>3s}  {'order':32s} {'hash s':>8s} {'GP s':>8s} {'ratio':>6s} {'crawl ratio':>11s}  load 1-min "
-          f"before/after (hash; GP)")
+    print("  crawl = stats.json wall_s (first request to last response); mpiexec = launch to exit (adds start-up, "
+          "session writing, the statistics kernels' catching up)")
+    print(f"  {'run':>3s}  {'order':32s} {'crawl hash':>10s} {'GP':>6s} {'ratio':>6s}   {'mpiexec hash':>12s} {'GP':>6s}"
+          f" {'ratio':>6s}  load 1-min before/after (hash; GP)")
     for i, (r, row) in enumerate(zip(rounds, entry["per_run"])):
         lh, lg = r["page-hash"]["load"], r["page-GP"]["load"]
-        print(f"  {i + 1:3d}  {row['order']:32s} {row['hash_wall_s']:8.1f} {row['gp_wall_s']:8.1f} {row['ratio']:6.3f}"
-              f" {row['crawl_ratio']:11.3f}  {lh[0]:.1f}/{lh[3]:.1f}; {lg[0]:.1f}/{lg[3]:.1f}"
-              + f"  GP vector's predicted MV {r['page-GP']['predicted']['volume_bytes']:,}")
+        print(f"  {i + 1:3d}  {row['order']:32s} {row['hash_crawl_wall_s']:10.1f} {row['gp_crawl_wall_s']:6.1f}"
+              f" {row['crawl_ratio']:6.3f}   {row['hash_wall_s']:12.1f} {row['gp_wall_s']:6.1f} {row['ratio']:6.3f}"
+              f"  {lh[0]:.1f}/{lh[3]:.1f}; {lg[0]:.1f}/{lg[3]:.1f}")
     s1, s2 = entry["sessions"]["page-hash"], entry["sessions"]["page-GP"]
-    print(f"  median: hash {s1['wall_s']:.1f} s, GP {s2['wall_s']:.1f} s; median ratio {entry['median_ratio']:.3f} "
-          f"(crawl wall {entry['median_crawl_ratio']:.3f}); goal <= 1.1: {'met' if entry['goal_met'] else 'MISSED'}")
+    print(f"  median crawl wall: hash {s1['crawl_wall_s']:.1f} s, GP {s2['crawl_wall_s']:.1f} s; median ratio "
+          f"{entry['median_crawl_ratio']:.3f} (goal <= 1.1: {'met' if entry['goal_met'] else 'MISSED'}); mpiexec wall: "
+          f"hash {s1['wall_s']:.1f} s, GP {s2['wall_s']:.1f} s, median ratio {entry['median_ratio']:.3f}")
     print("  what bounded each session (medians over runs; idle seconds summed over ranks):")
     for name, s in entry["sessions"].items():
         t = s["time"]
-        print(f"    {name:9s} crawl wall {t['crawl_wall_s']:.1f} s | biggest host's politeness bound "
-              f"{t['host_bound_s']:.1f} s ({t['bound_host_requests']:.0f} requests) | busiest rank {t['busy_max_s']:.1f} s"
-              f" (mean {t['busy_mean_s']:.1f}) | exchange max {t['exchange_max_s']:.1f} s | idle slot "
-              f"{t['idle_slot_s']:.1f} / rest {t['idle_rest_s']:.1f} / empty {t['idle_empty_s']:.1f} s | handovers "
-              f"{t['handovers']:.0f}, leases {t['leases']:.0f} (late {t['leases_late']:.0f}), slot cuts {t['slot_cuts']:.0f}")
-    print("  biggest hosts in the server's log (first run): requests by rank, first request, span")
-    for name in PAGE_PAIR:
-        for h in rounds[0][name]["log"]["hosts"]:
-            print(f"    {name:9s} {h['host']:24s} {h['requests']:6d} requests, ranks {h['ranks']}, first at "
-                  f"{h['first_s']:.1f} s, span {h['span_s']:.1f} s")
-    print("  every page exactly once (per run: overlap_pages, requests = distinct logged, repeated, host overlaps):")
+        print(f"    {name:9s} crawl {t['crawl_wall_s']:.1f} s (start-up {t.get('start_s', float('nan')):.1f} s, tail "
+              f"{t.get('tail_s', float('nan')):.1f} s) | biggest host's politeness bound {t['host_bound_s']:.1f} s "
+              f"({t['bound_host_requests']:.0f} requests) | busiest rank {t['busy_max_s']:.1f} s (mean "
+              f"{t['busy_mean_s']:.1f}) | exchange max {t['exchange_max_s']:.1f} s | idle slot {t['idle_slot_s']:.1f} / "
+              f"rest {t['idle_rest_s']:.1f} / empty {t['idle_empty_s']:.1f} s | handovers {t['handovers']:.0f}, leases "
+              f"{t['leases']:.0f} (late {t['leases_late']:.0f}), slot cuts {t['slot_cuts']:.0f}")
+    print("  biggest hosts in the server's log, per run: requests by rank; first request .. last response; span = "
+          "in requests + gaps inside batches + rests + excess (of which the next batch on another rank)")
+    for i, r in enumerate(rounds):
+        for name in PAGE_PAIR:
+            for h in r[name]["log"]["hosts"][:2]:
+                tl = h["timeline"]
+                print(f"    {i + 1} {name:9s} {h['host']:22s} {h['requests']:5d} {h['ranks']}; {h['first_s']:.1f} .. "
+                      f"{h['last_s']:.1f} s; span {h['span_s']:.1f} = {tl['in_requests_s']:.1f} + "
+                      f"{tl['inner_gaps_s']:.1f} + {tl['rests_s']:.1f} + {tl['excess_s']:.1f} ({tl['excess_rank_change_s']:.1f})"
+                      f" s; {tl['batches']} batches of {tl['requests_per_batch']:.1f}")
+    print("  every page exactly once (per run: overlap_pages; requests = distinct logged; logged twice <= slot cuts; "
+          "host overlaps):")
     for name, s in entry["sessions"].items():
-        cells = "; ".join(f"{e['overlap_pages']}, {e['requests']} = {e['log_distinct']}, {e['log_repeated']}, "
-                          f"{e['host_overlaps']}" for e in s["exactly_once"])
+        cells = "; ".join(f"{e['overlap_pages']}, {e['requests']} = {e['log_distinct']}, {e['log_repeated']} <= "
+                          f"{e['slot_cuts']:.0f}, {e['host_overlaps']}" for e in s["exactly_once"])
         print(f"    {name:9s} {cells}")
     print(f"  exactly once in every run: {'yes' if entry['exactly_once_all_runs'] else 'NO'}")
 
@@ -397,7 +464,8 @@ def timed_main(a, webs: list[str], web_dirs: dict) -> dict:
     try:
         for run in range(a.runs):
             for kind in harness.rotated(webs, run):
-                r, last = timed_pair(web_dirs[kind], a.parts, tmp, f"{kind}-{run}", prev[kind] if run % 2 else None)
+                r, last = timed_pair(web_dirs[kind], a.parts, tmp, f"{kind}-{run}", prev[kind] if run % 2 else None,
+                                     Path(a.keep) if a.keep else None)
                 if prev[kind] is not None and prev[kind][0] != last[0]:
                     prev[kind][0].unlink(missing_ok=True)
                 prev[kind] = last
@@ -434,6 +502,9 @@ def main() -> int:
                     help="synthetic web with C host communities (abc-testweb generate --communities; 0: off)")
     ap.add_argument("--community-locality", type=float, default=None,
                     help="with --communities: P(cross-host link stays in its community) (default 0.9)")
+    ap.add_argument("--keep", default=None, metavar="DIR",
+                    help="with --politeness default: keep each session (without WARC files and checkpoints) and "
+                         "its access log in DIR")
     ap.add_argument("--out", default=None, help="default bench/results/repartition[-default]-WEB.json")
     a = ap.parse_args()
     if a.community_locality is not None and not a.communities:
