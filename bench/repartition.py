@@ -44,33 +44,47 @@ longer than the hash session it replaces) crawls the page pair only —
 0.25 s, phase slots with their holders and slot hand-over, statistics kernels,
 WARC files. ``--runs`` (default 3 here) pairs are run; the webs take turns in
 each run, and the order inside a pair alternates: even runs crawl session 1,
-partition it, then session 2; odd runs crawl session 2 first, on the previous
-run's part vector of the same web (a complete crawl's graph does not depend on
-timing and the partitioner is seeded: the script checks that the new vector
-assigns every URL as the previous one did), then session 1. nginx is
-started for each session with a JSON access log. Per session it reports:
+partition it, then session 2; odd runs crawl session 2 first, on the part
+vector of the previous run's session 1 of the same web (the same pages and
+links; ``vector_same_as_previous`` says whether the vector came out identical:
+METIS sees the vertices in crawl order, so it may differ slightly, and its
+predicted volume is printed per run), then session 1. nginx is started for
+each session with a JSON access log. Per session it reports:
 
-* wall time: ``wall_s`` (mpiexec start to exit, what a user waits) and
-  ``crawl_wall_s`` (stats.json ``wall_s``), and per run the ratio session 2 /
-  session 1 of both; medians over runs; goal: median ratio <= 1.1;
+* wall time: ``crawl_wall_s`` (stats.json ``wall_s``: the crawl itself) and
+  ``wall_s`` (mpiexec's launch to exit: adds ``start_s``, launch to the
+  crawl's start, and ``tail_s``, the crawl's end to the exit — writing the
+  session and waiting for the statistics kernels' thread, which runs at nice
+  10 and on a loaded machine can be minutes behind); per run the ratio
+  session 2 / session 1 of both, and medians over runs. The goal (median
+  ratio <= 1.1) is checked on the crawl's wall time, which the assignment
+  and the phase slots determine; the tail is the same work in both sessions;
 * every page exactly once: ``overlap_pages`` (stats.json), ``requests``
   against the distinct (host, path) the server logged (robots.txt apart),
-  requests the server logged more than once, and *host overlaps*: requests
-  to one host from two ranks at the same time (from the log's start and end
-  times, 2 ms tolerance for its millisecond clock);
+  paths the server logged more than once (each must be a request cut at a
+  slot's end and asked again: at most ``slot_cuts``), and *host overlaps*:
+  requests to one host from two ranks at the same time (from the log's start
+  and end times, 2 ms tolerance for its millisecond clock);
 * what bounded it: stats.json ``bounds`` (the biggest host's politeness-bound
   makespan, the busiest rank's busy time, the longest time in exchanges), the
   ranks' idle time summed by kind (``idle_slot_s`` waiting for a slot with
   work queued, ``idle_rest_s`` hosts resting, ``idle_empty_s`` nothing
   queued), ``handovers`` / ``leases`` / ``leases_late`` / ``slot_cuts``
-  summed, and from the access log the biggest hosts' measured span (first
-  request's start to last response's end) and how many ranks fetched them;
+  summed; from the access log, for the biggest hosts: requests by rank, first
+  request and last response, and their span split into time in requests (the
+  server's), gaps inside batches (< 0.1 s: the crawler's turnaround between
+  requests on one connection), the politeness rests (up to the delay per
+  batch boundary) and the *excess* (boundary gaps beyond the rest: the host
+  was free but nobody fetched it — waiting for a slot, a lease or links),
+  and when each rank's last request ended;
 * the load average before and after each session, and the processes using
-  the most CPU at the start and end (the machine is shared);
+  the most CPU at the start and end (``top``; the machine is shared);
 * volume and imbalances, measured beside predicted, as in the default mode.
 
 The per-rank lists (idle split, busy time, requests, handovers, leases) of
 every session are in the result file (``raw``), ``repartition-default-WEB.json``.
+``--keep DIR`` keeps every session (without WARC files and checkpoints) and
+its access log for a closer look.
 """
 from __future__ import annotations
 
@@ -78,6 +92,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -163,9 +178,16 @@ def volume_entry(rounds: list[dict], names) -> dict:
             continue
         meas = medians([r[name]["measured"] for r in rounds])
         pred = rounds[0][name]["predicted"]
+        # each run against its own vector's prediction (runs may partition slightly different graphs)
+        per_run = [{k: (r[name]["measured"][k] / r[name]["predicted"][k] if r[name]["predicted"].get(k) else None)
+                    for k in METRICS} for r in rounds]
         entry["sessions"][name] = {"measured": meas, "predicted": {k: pred.get(k) for k in METRICS},
                                    "measured_over_predicted": {
-                                       k: (meas[k] / pred[k] if pred.get(k) else None) for k in METRICS}}
+                                       k: (meas[k] / pred[k] if pred.get(k) else None) for k in METRICS},
+                                   "per_run_measured_over_predicted": per_run,
+                                   "per_run_max_deviation": max(
+                                       (abs(v - 1) for pr in per_run for v in pr.values() if v is not None),
+                                       default=None)}
     ph, pg = entry["sessions"]["page-hash"]["measured"], entry["sessions"]["page-GP"]["measured"]
     cut = ph["volume_bytes"] / pg["volume_bytes"] if pg["volume_bytes"] else float("inf")
     mop = entry["sessions"]["page-GP"]["measured_over_predicted"]
@@ -178,8 +200,8 @@ def volume_entry(rounds: list[dict], names) -> dict:
 
 
 def print_volume(kind: str, web, parts: int, runs: int, entry: dict) -> None:
-    print(f"\n{kind} web ({web}), K = {parts}, median of {runs} run(s); measured (predicted) "
-          f"[measured/predicted]:")
+    print(f"\n{kind} web ({web}), K = {parts}, median of {runs} run(s); measured (predicted by the first run's "
+          f"vector) [measured/predicted]:")
     print(f"  {'session':10s} {'volume_bytes':>28s} {'messages_thesis':>24s} {'storage %':>22s}"
           f" {'request %':>22s} {'wire_bytes':>11s} {'msgs MPI':>9s}")
     for name, s in entry["sessions"].items():
@@ -194,6 +216,9 @@ def print_volume(kind: str, web, parts: int, runs: int, entry: dict) -> None:
           f"{'met' if t['volume_cut_met'] else 'missed'}); imbalance storage {t['storage_pct']:.2f} %, "
           f"requests {t['request_pct']:.2f} % (target <= 5 %: {'met' if t['imbalance_met'] else 'missed'}); "
           f"within 10 % of predicted: {t['within_10pct']}")
+    dev = {name: s["per_run_max_deviation"] for name, s in entry["sessions"].items()}
+    print("  each run against its own prediction, largest |measured/predicted - 1| over the metrics and runs: "
+          + ", ".join(f"{name} {v:.2e}" for name, v in dev.items() if v is not None))
     if "skipped" in entry:
         print(f"  {entry['skipped']}")
 
@@ -209,27 +234,36 @@ RANK_KEYS = ("requests", "idle_s", "idle_slot_s", "idle_rest_s", "idle_empty_s",
 
 def host_timeline(rs: list[dict], rest_s: float) -> dict:
     """Where one host's span went, from its requests in the access log (sorted by start): time in
-    requests, gaps inside a batch (< ``BATCH_GAP_S``), the politeness rests owed after each batch
-    (``rest_s`` per batch boundary) and the *excess*: the part of each boundary gap beyond the rest,
-    when the host had no request although politeness allowed one (split by whether the next batch
-    came from the same rank or another one: waiting for a slot, a lease, a frontier)."""
+    requests, gaps inside a batch (same rank, < ``BATCH_GAP_S``), the politeness rests owed after each
+    batch (up to ``rest_s`` per batch boundary) and the *excess*: the part of each boundary gap beyond
+    the rest, when the host had no request although politeness allowed one (split by whether the next
+    batch came from the same rank or another one: waiting for a slot, a lease, links). A batch boundary
+    where the next batch came from another rank sooner than ``rest_s`` after the last response is a
+    *short hand-over* (the host rested less than the politeness delay; ``rest_skipped_s`` sums the
+    difference)."""
     in_req = sum(r["t_end"] - r["t_start"] for r in rs)
-    inner = rests = excess = excess_other = 0.0
-    boundaries = 0
+    inner = rests = excess = excess_other = skipped = 0.0
+    boundaries = handovers = short = 0
     for a, b in zip(rs, rs[1:]):
         gap = b["t_start"] - a["t_end"]
-        if gap < BATCH_GAP_S:
+        other = b["rank"] != a["rank"]
+        if gap < BATCH_GAP_S and not other:
             inner += max(gap, 0.0)
             continue
         boundaries += 1
-        rests += min(gap, rest_s)
+        rests += min(max(gap, 0.0), rest_s)
         more = max(0.0, gap - rest_s)
         excess += more
-        if b["rank"] != a["rank"]:
+        if other:
+            handovers += 1
             excess_other += more
+            if gap < rest_s - OVERLAP_EPS_S:
+                short += 1
+                skipped += rest_s - max(gap, 0.0)
     return {"in_requests_s": round(in_req, 3), "inner_gaps_s": round(inner, 3), "batches": boundaries + 1,
             "requests_per_batch": round(len(rs) / (boundaries + 1), 2), "rests_s": round(rests, 3),
-            "excess_s": round(excess, 3), "excess_rank_change_s": round(excess_other, 3)}
+            "excess_s": round(excess, 3), "excess_rank_change_s": round(excess_other, 3),
+            "rank_changes": handovers, "short_handovers": short, "rest_skipped_s": round(skipped, 3)}
 
 
 def log_figures(rows: list[dict], rest_s: float, top: int = 3) -> dict:
@@ -297,7 +331,8 @@ def top_cpu(n: int = 8) -> list[str]:
         " ".join(f[8:9] + f[11:])[:150] for f in procs if len(f) > 11]
 
 
-def timed_session(web: Path, K: int, session: Path, assign: str, logdir: Path, keep: Path | None = None) -> dict:
+def timed_session(web: Path, K: int, session: Path, assign: str, logdir: Path, keep: Path | None = None,
+                  extra: tuple[str, ...] = ()) -> dict:
     """One crawl with every setting at its default, served by its own nginx with an access log.
 
     ``start_s``: launch to the crawl's start (the phase warm-up origin on rank 0's clock: start-up,
@@ -307,7 +342,7 @@ def timed_session(web: Path, K: int, session: Path, assign: str, logdir: Path, k
     load0 = os.getloadavg()
     with nginx.serve(web, access_log=str(log), max_seconds=3600):
         t_launch = time.time()
-        row = run_abc(K, web, session, "--assign", assign, keep=True, timeout=3000)
+        row = run_abc(K, web, session, "--assign", assign, *extra, keep=True, timeout=3000)
         t_exit = time.time()
     load1 = os.getloadavg()      # nginx stopped: its log buffer is flushed
     st = row["_stats"]
@@ -342,7 +377,7 @@ def vector_digest(path: Path) -> str:
 
 
 def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] | None,
-               keep: Path | None = None) -> tuple[dict, tuple[Path, dict]]:
+               keep: Path | None = None, extra: tuple[str, ...] = ()) -> tuple[dict, tuple[Path, dict]]:
     """Session 1 (hash) and session 2 (page-GP); ``prev`` = (vector, abc-repartition output) of the
     previous run on this web: then session 2 runs first, on it."""
     s1, s2 = tmp / f"{tag}-page-hash", tmp / f"{tag}-page-gp"
@@ -350,7 +385,7 @@ def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] |
     out: dict = {}
 
     def hash_then_partition() -> dict:
-        out["page-hash"] = timed_session(web, K, s1, "hash", tmp, keep)
+        out["page-hash"] = timed_session(web, K, s1, "hash", tmp, keep, extra)
         pg = repartition(s1, "page-gp", K, vec)
         out["page-hash"]["predicted"] = pg["baselines"]["hash"]
         return pg
@@ -362,7 +397,7 @@ def timed_pair(web: Path, K: int, tmp: Path, tag: str, prev: tuple[Path, dict] |
     else:
         out["order"] = "GP (previous run's vector), hash"
         used = prev
-    out["page-GP"] = timed_session(web, K, s2, str(used[0]), tmp, keep)
+    out["page-GP"] = timed_session(web, K, s2, str(used[0]), tmp, keep, extra)
     out["page-GP"]["predicted"] = used[1]["predicted"]
     out["page-GP"]["partition"] = {k: used[1]["partition"].get(k) for k in ("seconds", "start", "cut", "objective")}
     if prev is not None:
@@ -444,7 +479,8 @@ def print_timing(kind: str, entry: dict, rounds: list[dict]) -> None:
                 print(f"    {i + 1} {name:9s} {h['host']:22s} {h['requests']:5d} {h['ranks']}; {h['first_s']:.1f} .. "
                       f"{h['last_s']:.1f} s; span {h['span_s']:.1f} = {tl['in_requests_s']:.1f} + "
                       f"{tl['inner_gaps_s']:.1f} + {tl['rests_s']:.1f} + {tl['excess_s']:.1f} ({tl['excess_rank_change_s']:.1f})"
-                      f" s; {tl['batches']} batches of {tl['requests_per_batch']:.1f}")
+                      f" s; {tl['batches']} batches of {tl['requests_per_batch']:.1f}; {tl['rank_changes']} changes of "
+                      f"rank, {tl['short_handovers']} sooner than the rest ({tl['rest_skipped_s']:.1f} s of rest skipped)")
     print("  every page exactly once (per run: overlap_pages; requests = distinct logged; logged twice <= slot cuts; "
           "host overlaps):")
     for name, s in entry["sessions"].items():
@@ -465,7 +501,7 @@ def timed_main(a, webs: list[str], web_dirs: dict) -> dict:
         for run in range(a.runs):
             for kind in harness.rotated(webs, run):
                 r, last = timed_pair(web_dirs[kind], a.parts, tmp, f"{kind}-{run}", prev[kind] if run % 2 else None,
-                                     Path(a.keep) if a.keep else None)
+                                     Path(a.keep) if a.keep else None, tuple(a.crawl_arg))
                 if prev[kind] is not None and prev[kind][0] != last[0]:
                     prev[kind][0].unlink(missing_ok=True)
                 prev[kind] = last
@@ -502,6 +538,9 @@ def main() -> int:
                     help="synthetic web with C host communities (abc-testweb generate --communities; 0: off)")
     ap.add_argument("--community-locality", type=float, default=None,
                     help="with --communities: P(cross-host link stays in its community) (default 0.9)")
+    ap.add_argument("--crawl-arg", action="append", default=[], metavar="ARG",
+                    help="with --politeness default: one more abc-crawl argument for both sessions, e.g. "
+                         "--crawl-arg=--no-stats (repeatable)")
     ap.add_argument("--keep", default=None, metavar="DIR",
                     help="with --politeness default: keep each session (without WARC files and checkpoints) and "
                          "its access log in DIR")
@@ -513,11 +552,16 @@ def main() -> int:
         a.runs = 3 if a.politeness == "default" else 1
     if a.runs < 1:
         ap.error("--runs must be >= 1")
+    if (a.crawl_arg or a.keep) and a.politeness != "default":
+        ap.error("--crawl-arg and --keep need --politeness default")
     tag = "repartition-" + ("default-" if a.politeness == "default" else "") + a.web
     if a.communities:
         tag += f"-c{a.communities}" + (f"-l{a.community_locality:g}" if a.community_locality is not None else "")
+    if a.crawl_arg:
+        tag += "-" + re.sub(r"[^A-Za-z0-9.]+", "-", " ".join(a.crawl_arg)).strip("-")
     title = f"Repartition between sessions, K = {a.parts}" + (
-        ", every crawl setting at its default" if a.politeness == "default" else "")
+        ", every crawl setting at its default" if a.politeness == "default" else "") + (
+        f" but {' '.join(a.crawl_arg)}" if a.crawl_arg else "")
     print(harness.describe_header(title, ["pymetis", "cmeel-metis"]), flush=True)
     webs = ["synthetic", "corpus"] if a.web == "both" else [a.web]
     web_dirs = {kind: harness.generated_web(a.hosts, a.pages, a.seed, a.port, a.communities, a.community_locality)
