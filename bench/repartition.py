@@ -316,7 +316,20 @@ def time_figures(st: dict) -> dict:
             "idle_s": tot("idle_s"), "idle_slot_s": tot("idle_slot_s"), "idle_rest_s": tot("idle_rest_s"),
             "idle_empty_s": tot("idle_empty_s"), "handovers": tot("handovers"), "leases": tot("leases"),
             "leases_late": tot("leases_late"), "slot_cuts": tot("slot_cuts"), "warm_cuts": tot("warm_cuts"),
-            "supersteps": st["exchange"]["supersteps"]}
+            "supersteps": st["exchange"]["supersteps"],
+            # newer crawlers: the statistics kernels' thread, after the crawl and in all
+            "kernel_lag_s": st.get("graph", {}).get("kernel_lag_s"), "kernel_cpu_s": st.get("graph", {}).get("kernel_cpu_s")}
+
+
+def crawler_source() -> dict:
+    """Where the abc-crawl that runs comes from (the venv's package) and its commit: the bench
+    script may run another checkout's crawler (``OTHER/.venv/bin/python bench/repartition.py``)."""
+    r = subprocess.run([str(BIN / "python"), "-c", "import abc_crawler, os; print(os.path.dirname(abc_crawler.__file__))"],
+                       capture_output=True, text=True, timeout=60, cwd="/")      # not the current directory's
+    path = r.stdout.strip()
+    commit = subprocess.run(["git", "-C", path or ".", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            timeout=10).stdout.strip() if path else ""
+    return {"package": path, "commit": commit or None}
 
 
 def top_cpu(n: int = 8) -> list[str]:
@@ -469,7 +482,9 @@ def print_timing(kind: str, entry: dict, rounds: list[dict]) -> None:
               f"({t['bound_host_requests']:.0f} requests) | busiest rank {t['busy_max_s']:.1f} s (mean "
               f"{t['busy_mean_s']:.1f}) | exchange max {t['exchange_max_s']:.1f} s | idle slot {t['idle_slot_s']:.1f} / "
               f"rest {t['idle_rest_s']:.1f} / empty {t['idle_empty_s']:.1f} s | handovers {t['handovers']:.0f}, leases "
-              f"{t['leases']:.0f} (late {t['leases_late']:.0f}), slot cuts {t['slot_cuts']:.0f}")
+              f"{t['leases']:.0f} (late {t['leases_late']:.0f}), slot cuts {t['slot_cuts']:.0f}"
+              + (f" | kernels after the crawl {t['kernel_lag_s']:.1f} s, {t['kernel_cpu_s']:.1f} CPU-s in all"
+                 if t.get("kernel_lag_s") is not None and t.get("kernel_cpu_s") is not None else ""))
     print("  biggest hosts in the server's log, per run: requests by rank; first request .. last response; span = "
           "in requests + gaps inside batches + rests + excess (of which the next batch on another rank)")
     for i, r in enumerate(rounds):
@@ -493,7 +508,8 @@ def print_timing(kind: str, entry: dict, rounds: list[dict]) -> None:
 def timed_main(a, webs: list[str], web_dirs: dict) -> dict:
     """``--politeness default``: paired runs, the webs taking turns, the order in a pair alternating."""
     result = {"benchmark": "repartition-default-politeness", "args": vars(a), "webs": {},
-              "busy_at_start": top_cpu()}
+              "crawler": crawler_source(), "busy_at_start": top_cpu()}
+    print(f"crawler: {result['crawler']['package']} at {result['crawler']['commit']}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="abc-repart-"))
     rounds: dict[str, list[dict]] = {k: [] for k in webs}
     prev: dict[str, tuple[Path, dict] | None] = {k: None for k in webs}
