@@ -542,6 +542,9 @@ def test_final_summary_prints_the_labelled_rows():
              "exchange": {"volume_bytes": 0, "wire_bytes": 0, "messages_thesis": 0, "messages_mpi": 0,
                           "supersteps": 1},
              "imbalance": {"storage_pct": 0.0, "request_pct": 0.0},
+             "bounds": {"wall_s": 1.0, "host_bound_s": 0.8, "hosts": [{"host": "h0.test", "bound_s": 0.8}],
+                        "rank_busy_s": [0.5, 0.6], "idle_slot_s": [0.1, 0.2]},
+             "slot_cuts": {"total": 0, "warm_up": 0, "late_start": 0, "starved": 0, "slow_response": 0},
              "graph": {"nodes": 400, "edges": s["edges"]} | graph_json(s)}
     out = io.StringIO()
     _print_summary(stats, "sessions/x", out)
@@ -549,6 +552,7 @@ def test_final_summary_prints_the_labelled_rows():
     assert "graph, whole (exact)" in text and "graph, first 50 pages (exact)" in text
     assert "graph, whole (HyperBall estimate ± s.e.)" in text
     assert f"{s['whole']['scc_count']} SCC" in text
+    assert "biggest host h0.test politeness-bound 0.8 s" in text and "most waiting for a slot 0.2 s" in text
 
 
 @pytest.mark.parametrize("module", ["_wholescc", "_hyperball", "_bfs", "distances", "graphstats", "reference"])
