@@ -31,7 +31,7 @@ import xxhash
 
 from .checkpoint import CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from .clock import SharedClock, estimate_offset
-from .config import CrawlConfig, clock_skew
+from .config import CrawlConfig, clock_skew, robots_token_of
 from .coordinator import Coordinator, Report, encode_report
 from .crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from .exchange import Communicator
@@ -40,10 +40,14 @@ from .frontier import Element, Frontier
 from .seen import new_fpset
 from .limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, InflateError, inflate, retry_delay, trap_reason
 from .ownership import Assignment
-from .parser import charset_of, extract_links
+from .parser import charset_of, extract_links, is_html
 from .phases import CUT_LATE, CUT_SLOW, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause, uses_phases
-from .robots import SHARE_MAX_BYTES, RobotsCache, decode_shared, encode_shared, robots_url
-from .scope import Scope
+from .robots import SHARE_MAX_BYTES, RobotsCache, decode_shared, encode_shared, redirect_target, robots_url
+from .scope import Scope, ScopeRules
+# [h20] real-web crawling: the address rule, sitemaps, what travels with a URL to its owner
+from .addresses import AddressPolicy
+from .sitemaps import MAX_INDEX_DEPTH, read_sitemap, seed_sitemap_urls
+from .urlline import decode_line, encode_line
 from .urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 from .warc import RankWarc
 
@@ -151,6 +155,8 @@ class RankCounters:
     errors: Counter = field(default_factory=Counter)
     links: Counter = field(default_factory=Counter)
     out_of_scope_hosts: Counter = field(default_factory=Counter)
+    bytes_decoded: int = 0        # [h20] response bodies after Content-Encoding is undone (bytes: as received)
+    sitemaps: Counter = field(default_factory=Counter)   # [h20] sitemap files fetched, URLs listed, skipped
 
 
 class RankCrawler:
@@ -158,7 +164,7 @@ class RankCrawler:
 
     def __init__(self, cfg: CrawlConfig, comm: Communicator, scope: Scope, assignment: Assignment,
                  seeds: list[str], session_dir: str, stop: StopFlag, progress=None,
-                 holders: HolderTable | None = None):
+                 holders: HolderTable | None = None, rules: ScopeRules | None = None, proxies=None, ca=None):
         self.cfg = cfg
         self.comm = comm
         self.rank = comm.rank
@@ -169,10 +175,18 @@ class RankCrawler:
         self.stop = stop
         self.progress = progress
         self.frontier, self.seen = self._empty_state()
+        # [h20] the user's scope rules; where the fetcher may connect (the resolve list's addresses are the
+        # user's choice); proxies and CAs come from rank 0
+        self.rules = rules if rules is not None else ScopeRules()
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
-                               rank=self.rank, max_connections=cfg.concurrency)
-        self.robots = RobotsCache(cfg.user_agent, cfg.robots_retry_seconds, enabled=cfg.robots)
+                               rank=self.rank, max_connections=cfg.concurrency,
+                               addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
+                               proxies=proxies, ca=ca, contact=cfg.contact, rank_header=cfg.test_rank_header)
+        self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots)
+        self.depth: dict[int, int] = {}           # [h20] fp -> link hops from a seed (with --max-depth only)
+        self.sitemap_fps: dict[int, int] = {}     # [h20] fp -> index level, of sitemap files admitted here
+        self._sitemap_idx: dict[str, int] = {}    # [h20] host -> URL index of its sitemap file in flight
         self.warc = RankWarc(session_dir, self.rank, enabled=cfg.warc, batch=cfg.warc_batch)
         self.outbox: list[list[str]] = [[] for _ in range(self.size)]
         self.c = RankCounters()
@@ -301,7 +315,7 @@ class RankCrawler:
                         out[hit[1]] = hit
                     else:
                         links[hit[1]] += 1
-                        if hit[1] == "out_of_scope":
+                        if hit[2] is not None:     # [h20] out of scope: by resolve list or domain
                             oos[hit[2]] += 1
                     continue
             hit = self._classify(href, base_url)
@@ -309,7 +323,7 @@ class RankCrawler:
                 out[hit[1]] = hit
             else:
                 links[hit[1]] += 1
-                if hit[1] == "out_of_scope":
+                if hit[2] is not None:             # [h20]
                     oos[hit[2]] += 1
             if key is not None:
                 if len(cache) >= 262_144:
@@ -333,6 +347,10 @@ class RankCrawler:
             return None, "not_http", None
         if not self.scope.allows_url(url):
             return None, "out_of_scope", host_of(url)
+        if self.rules.active:                      # [h20] --allowed-domains, --url-filter
+            why = self.rules.reason(url)
+            if why is not None:
+                return None, why, (host_of(url) if why == "out_of_scope_domain" else None)
         cfg = self.cfg
         trap = trap_reason(url, max_length=cfg.max_url_length, max_depth=cfg.max_path_depth,
                            max_repeats=cfg.max_segment_repeats)
@@ -340,10 +358,14 @@ class RankCrawler:
             return None, trap, None
         return self._target(url)
 
-    def _route(self, src_fp: int | None, targets: list[tuple[str, int, int, int]], hops: int = 0) -> None:
+    def _route(self, src_fp: int | None, targets: list[tuple[str, int, int, int]], hops: int = 0,
+               depth: int = 0, sitemap: bool = False, follow: bool = True, tally: str | None = "followed") -> None:
         """MV, URL-seen test, frontier or outbox, report to rank 0, for targets of :meth:`_targets`.
 
-        ``hops`` > 0 marks the targets of a redirect chain (carried to the owner).
+        ``hops`` > 0 marks the targets of a redirect chain (carried to the owner), as do ``depth``
+        (link hops from a seed, with --max-depth) and ``sitemap`` (sitemap files). ``follow``
+        False: reported to rank 0 (links of the graph) but not crawled (--max-depth). Only links
+        (``src_fp`` given) count towards MV and Türk's messages; ``tally``: the ``links`` counter.
         """
         rep = self.report
         me = self.rank
@@ -353,7 +375,7 @@ class RankCrawler:
         if src_fp is not None:
             rep.link_src.extend([src_fp] * len(targets))
         for url, fp, r, wire in targets:
-            if wire:
+            if wire and src_fp is not None:        # [h20] seeds and sitemap URLs are not links
                 volume += wire
                 remote.add(r)
             if src_fp is not None:
@@ -361,22 +383,27 @@ class RankCrawler:
                 if seen.report(fp):
                     rep.new_fp.append(fp)
                     rep.new_urls.append(url)
+            if not follow:                         # [h20] --max-depth
+                continue
             if not seen.add(fp):
                 continue
             if r == me:
-                self._admit_local(url, fp, hops)
+                self._admit_local(url, fp, hops, depth, sitemap)
             else:
-                self.outbox[r].append(url if not hops else f"{url}\t{hops}")
+                self.outbox[r].append(encode_line(url, hops, depth, sitemap))   # [h20] urlline
         self.c.volume += volume
         rep.volume += volume
         self.c.messages_thesis += len(remote)
-        self.c.links["followed"] += len(targets)
+        if tally is not None:
+            self.c.links[tally] += len(targets)
 
     def add_seeds(self) -> None:
         mine = [t for t in map(self._target, self.seeds) if t[2] == self.rank]
         self._route(None, mine)
+        if self.cfg.sitemaps:                      # [h20] /sitemap.xml of every seed host, by its owner
+            self._route_sitemaps(None, seed_sitemap_urls(self.seeds), 0, only_mine=True)
 
-    def _admit_local(self, url: str, fp: int, hops: int) -> None:
+    def _admit_local(self, url: str, fp: int, hops: int, depth: int = 0, sitemap: bool = False) -> None:
         """Put a new URL of ours into URLStates (within the per-host limit)."""
         host = host_of(url)
         if self.host_admitted[host] >= self.host_cap:
@@ -385,6 +412,10 @@ class RankCrawler:
         self.host_admitted[host] += 1
         if hops:
             self.hops[fp] = hops
+        if sitemap:                                # [h20]
+            self.sitemap_fps[fp] = depth
+        elif depth and self.rules.max_depth is not None:
+            self.depth[fp] = depth
         self.frontier.add(url, host)
 
     def receive(self, data: bytes) -> None:
@@ -394,11 +425,11 @@ class RankCrawler:
         for line in data.decode().split("\n"):
             if not line:
                 continue
-            url, _, h = line.partition("\t")
+            url, h, depth, sitemap = decode_line(line)    # [h20] urlline
             fp = fingerprint(url)
             if not self.seen.add(fp):
                 continue
-            self._admit_local(url, fp, int(h) if h else 0)
+            self._admit_local(url, fp, h, depth, sitemap)
 
     def receive_robots(self, data: bytes) -> None:
         """robots.txt answers other ranks fetched: taken for hosts this rank has not asked yet."""
@@ -582,7 +613,7 @@ class RankCrawler:
         b.limit = 0.0 if limit is None else limit
         b.started = now
         if h.state == "dead" or host in self.dead_hosts:
-            kind = "host_unreachable" if host in self.dead_hosts else "robots_unavailable"
+            kind = "host_unreachable" if host in self.dead_hosts else h.reason   # [h20] e.g. address_refused
             for idx in b.todo:
                 self.frontier.complete(idx, stalled=True)
                 self.c.errors[kind] += 1
@@ -612,6 +643,11 @@ class RankCrawler:
                 self.frontier.complete(idx)
                 self.c.links["robots_disallowed"] += 1
                 continue
+            if self.sitemap_fps and fingerprint(url) in self.sitemap_fps:   # [h20] a sitemap file, not a page
+                self._sitemap_idx[host] = idx
+                b.robots = True
+                self.fetcher.submit(("sitemap", host), url, timeout=limit)
+                return
             b.current = idx
             self.c.requests += 1
             self.fetcher.submit(("page", host), url, timeout=limit)
@@ -651,6 +687,9 @@ class RankCrawler:
         cut = (r.error == "timeout" and b.deadline is not None
                and self.clock.shared() >= b.deadline - 0.005 and r.t_end - r.t_start < self.cfg.timeout)
         cause = self._cut_cause(host, b, now) if cut else None
+        if kind == "sitemap":                      # [h20]
+            self._on_sitemap(b, r, now, cause)
+            return
         if kind == "robots":
             b.robots = False
             if cause is not None:          # the slot ended first: ask again in the host's next slot
@@ -662,7 +701,11 @@ class RankCrawler:
                     return
                 self.c.errors["robots_slot_too_short"] += 1   # and on as a timeout (back-off)
             self.robots_cuts.pop(host, None)
-            self.robots.on_response(host, r.status if r.error is None else 0, r.body, now)
+            if r.error is None and 300 <= r.status < 400 and self._robots_redirect(b, r, now):   # [h20]
+                return
+            self.robots.on_response(host, r.status if r.error is None else 0, r.body, now, error=r.error)
+            if self.cfg.sitemaps and r.error is None:       # [h20] its Sitemap lines, from the rank that fetched it
+                self._route_sitemaps(r.url, self.robots.take_sitemaps(host), 0)
             if (self._share_robots and r.error is None and 200 <= r.status < 500
                     and len(r.body) <= SHARE_MAX_BYTES and host not in self._own_hosts):
                 self.robots_out.append((host, r.status, r.body))
@@ -757,7 +800,15 @@ class RankCrawler:
         rep.page_status.append(status)
         rep.page_bytes.append(nbytes)
         rep.page_node.append(is_node)
-        self._route(fp, links, hops)
+        # [h20] --max-depth: a link is one hop deeper than its page, a redirect's target as deep
+        if self.rules.max_depth is None:
+            self._route(fp, links, hops)
+            return
+        depth = self.depth.pop(fp, 0) + (0 if hops else 1)
+        follow = depth <= self.rules.max_depth
+        if not follow and links:
+            self.c.links["out_of_scope_depth"] += len(links)
+        self._route(fp, links, hops, depth, follow=follow, tally="followed" if follow else None)
 
     def _page_outcome(self, r: Response, fp: int) -> tuple[int, int, bool, list[tuple], int]:
         """(status, body bytes, is node, links (:meth:`_targets`), redirect hops) of a final response."""
@@ -769,6 +820,8 @@ class RankCrawler:
             return -1, 0, False, [], 0
         nbytes = len(r.body)
         c.bytes += nbytes
+        body, decode_error = self._decoded(r)      # [h20] bodies are stored as received, decoded to parse
+        c.bytes_decoded += nbytes if body is None else len(body)
         if self.warc.write(r):
             c.duplicates += 1
         hops_in = self.hops.pop(fp, 0)
@@ -786,13 +839,11 @@ class RankCrawler:
             return r.status, nbytes, False, self._targets(r.url, None, [loc]), hops_in + 1
         if r.status == 200:
             c.pages_ok += 1
-            if r.content_type != "text/html":
+            if not is_html(r.content_type):        # [h20] text/html and application/xhtml+xml
                 c.links["not_html_pages"] += 1
                 return r.status, nbytes, False, [], 0
-            try:
-                body = inflate(r.body, r.header("content-encoding"), self.cfg.max_inflated_bytes)
-            except InflateError as exc:
-                c.errors[exc.kind] += 1
+            if decode_error is not None:
+                c.errors[decode_error] += 1
                 return r.status, nbytes, False, [], 0
             parsed = extract_links(body, charset_of(r.header("content-type")))
             if not parsed.ok:
@@ -807,6 +858,105 @@ class RankCrawler:
         else:
             c.pages_other += 1
         return r.status, nbytes, False, [], 0
+
+    # -- [h20] real-web crawling: robots.txt redirects, sitemaps, decoded bodies ---------------------
+    def _robots_redirect(self, b: Batch, r: Response, now: float) -> bool:
+        """Follow a robots.txt redirect (RFC 9309: up to five, to another scheme or host in scope);
+        False when the chain ends here (the 3xx then means "unavailable")."""
+        host = b.host
+        in_scope = lambda u: self.scope.allows_url(u) and self.rules.host_reason(u) is None  # noqa: E731
+        nxt = self.robots.next_hop(host, redirect_target(r.url, r.header("location"), in_scope))
+        if nxt is None:
+            self.c.errors["robots_redirect_unfollowed"] += 1
+            return False
+        limit = self._request_timeout(host)
+        if limit == 0.0:                           # the slot is over: ask again in the host's next slot
+            self.robots.get(host).state = "unknown"
+            self._advance(b, now)
+            return True
+        b.robots = True
+        self.c.robots_fetches += 1
+        self.fetcher.submit(("robots", host), nxt, timeout=limit)
+        return True
+
+    def _route_sitemaps(self, base: str | None, urls: list[str], level: int, only_mine: bool = False) -> None:
+        """Sitemap files (robots.txt Sitemap lines, /sitemap.xml of seed hosts, index entries) into the
+        crawl, within the host-level scope; not links."""
+        sm = self.c.sitemaps
+        targets = []
+        for u in urls:
+            try:
+                url = canonicalize(u, base) if base else canonicalize(u)
+            except UrlError:
+                url = None
+            if url is None:
+                sm["bad_loc"] += 1
+                continue
+            if not self.scope.allows_url(url) or self.rules.host_reason(url) is not None:
+                sm["out_of_scope"] += 1
+                continue
+            t = self._target(url)
+            if not only_mine or t[2] == self.rank:
+                targets.append(t)
+        sm["files_listed"] += len(targets)
+        self._route(None, targets, depth=level, sitemap=True, tally=None)
+
+    def _on_sitemap(self, b: Batch, r: Response, now: float, cause: str | None) -> None:
+        """A sitemap file's response: the URLs it lists enter the frontier as seeds do."""
+        host = b.host
+        b.robots = False
+        idx = self._sitemap_idx.pop(host)
+        if cause is not None:                      # cut at the slot's end: asked again in the next slot
+            self.frontier.release(idx)
+            self._advance(b, now)
+            return
+        self.frontier.complete(idx)
+        level = self.sitemap_fps.pop(fingerprint(r.url), 0)
+        sm = self.c.sitemaps
+        sm["fetched"] += 1
+        if r.error is None and 300 <= r.status < 400 and r.header("location"):
+            sm["redirects"] += 1
+            self._route_sitemaps(r.url, [r.header("location")], level)
+        elif r.error is not None or r.status != 200:
+            sm["failed"] += 1
+            self.c.errors[f"sitemap_{r.error or f'http_{r.status // 100}xx'}"] += 1
+        else:
+            try:
+                f = read_sitemap(r.body, r.header("content-encoding"))
+            except InflateError as exc:
+                f = None
+                self.c.errors[f"sitemap_{exc.kind}"] += 1
+            if f is not None:
+                sm.update(f.counts)
+                if f.kind == "too_large":
+                    self.c.errors["sitemap_too_large"] += 1
+                targets = []
+                for u in f.urls:
+                    hit = self._classify(u, r.url)
+                    if hit[0] is None:
+                        self.c.links[hit[1]] += 1
+                    else:
+                        targets.append(hit)
+                sm["urls"] += len(targets)
+                self._route(None, targets, tally=None)
+                if f.sitemaps and level >= MAX_INDEX_DEPTH:
+                    sm["too_deep"] += len(f.sitemaps)
+                elif f.sitemaps:
+                    self._route_sitemaps(r.url, f.sitemaps, level + 1)
+        delay = self.robots.get(host).crawl_delay
+        b.next_at = now + delay
+        if delay <= 0:
+            self._advance(b, now)
+
+    def _decoded(self, r: Response) -> tuple[bytes | None, str | None]:
+        """The body with its Content-Encoding undone (within --max-inflated-bytes), or (None, error kind)."""
+        enc = r.header("content-encoding")
+        if not enc:
+            return r.body, None
+        try:
+            return inflate(r.body, enc, self.cfg.max_inflated_bytes), None
+        except InflateError as exc:
+            return None, exc.kind
 
     def drive(self, wait: float) -> bool:
         """One turn of the fetch loop; sleeps at most ``wait`` seconds when there is nothing to do."""
@@ -1060,6 +1210,7 @@ class RankCrawler:
                 "superstep": self.superstep, "log": log_len, "frontier": self.frontier.state_for_checkpoint(),
                 "counters": c, "report": self.report, "outbox": self.outbox,
                 "hops": self.hops, "attempts": self.attempts, "cuts": self.cuts, "host_fail": self.host_fail,
+                "depth": self.depth, "sitemaps": self.sitemap_fps,      # [h20]
                 "dead_hosts": self.dead_hosts, "host_admitted": self.host_admitted, "budget": self.budget,
                 "elapsed": time.monotonic() - self.t0, "cpu_s": self.cpu_before + ru.ru_utime + ru.ru_stime,
                 "warc": self.warc.checkpoint(), "connections": self.fetcher.connections,
@@ -1085,6 +1236,7 @@ class RankCrawler:
         self.report = st["report"]
         self.outbox = st["outbox"]
         self.hops, self.attempts, self.cuts = st["hops"], st["attempts"], st.get("cuts", {})
+        self.depth, self.sitemap_fps = st.get("depth", {}), st.get("sitemaps", {})   # [h20]
         self.host_fail, self.dead_hosts, self.host_admitted = st["host_fail"], st["dead_hosts"], st["host_admitted"]
         self.budget = st["budget"]
         self.t0 = time.monotonic() - st["elapsed"]
@@ -1126,5 +1278,7 @@ class RankCrawler:
             "max_rss_kb": ru.ru_maxrss, "errors": dict(c.errors), "links": dict(c.links),
             "out_of_scope_hosts": dict(c.out_of_scope_hosts.most_common(50)),
             "frontier": self.frontier.counts(), "warc_records": self.warc.records,
+            "bytes_decoded": c.bytes_decoded, "sitemaps": dict(c.sitemaps),      # [h20]
+            "robots_redirects": self.robots.redirects, "refused_connections": self.fetcher.refused,
             "warc_revisits": self.warc.revisits,
         }

@@ -207,8 +207,7 @@ class Fetcher:
                  ca: CaBundle | None = None, contact: str | None = None, rank_header: bool = False):
         self.scope = scope
         # without an explicit policy: the resolve list's addresses are the user's choice, all else is checked
-        self.addresses = addresses if addresses is not None else AddressPolicy(
-            allowed=[e.rsplit(":", 1)[1] for e in scope.curl_resolve])
+        self.addresses = addresses if addresses is not None else AddressPolicy(allowed=scope.addresses)
         self.proxies = proxies if proxies is not None else ProxySettings()
         self.ca = ca
         self._ready: list[Response] = []  # requests refused before any transfer, returned by the next poll

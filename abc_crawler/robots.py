@@ -52,7 +52,8 @@ from dataclasses import dataclass, field
 
 from protego import Protego
 
-__all__ = ["HostRobots", "RobotsCache", "RobotsRules", "robots_url", "robots_token", "check_token",
+__all__ = ["HostRobots", "RobotsCache", "RobotsRules", "robots_url", "robots_token", "check_token", "redirect_target",
+           "permanent_failure",
            "encode_shared", "decode_shared", "SHARE_MAX_BYTES", "MAX_PARSE_BYTES", "MAX_REDIRECTS"]
 
 #: robots.txt bodies larger than this are not shared (each rank fetches such a file itself);
@@ -327,6 +328,30 @@ class RobotsCache:
         if h.rules is None:
             return True
         return h.rules.allowed(url)
+
+
+def redirect_target(url: str, location: str | None, in_scope) -> str | None:
+    """The canonical URL a robots.txt redirect from ``url`` points to, when it can be followed:
+    an http(s) URL (another scheme, host or port is fine) that ``in_scope(url)`` accepts; else None.
+
+    >>> redirect_target("http://a.test/robots.txt", "https://a.test/robots.txt", lambda u: True)
+    'https://a.test/robots.txt'
+    >>> redirect_target("http://a.test/robots.txt", "ftp://a.test/r", lambda u: True) is None
+    True
+    >>> redirect_target("http://a.test/robots.txt", "//evil.example/robots.txt", lambda u: u.startswith("http://a.test/")) is None
+    True
+    """
+    from .urls import UrlError, canonicalize
+
+    if not location:
+        return None
+    try:
+        target = canonicalize(location, url)
+    except UrlError:
+        return None
+    if target is None or not in_scope(target):
+        return None
+    return target
 
 
 def encode_shared(records: list[tuple[str, int, bytes]]) -> bytes:

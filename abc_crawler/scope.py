@@ -64,7 +64,7 @@ class Scope:
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
-            parts = line.rsplit(":", 2)
+            parts = line.split(":", 2)           # a host name holds no colon; an IPv6 ADDR does
             if len(parts) != 3:
                 raise ResolveError(f"{source}:{lineno}: expected HOST:PORT:ADDR, got {line!r}")
             host, port, addr = parts
@@ -79,7 +79,7 @@ class Scope:
             port_i = int(port)
             hosts.add(host if port_i in (80, 443) else f"{host}:{port_i}")
             endpoints.add(f"{host}:{port_i}")
-            entries.append(f"{host}:{port_i}:{addr}")
+            entries.append(f"{host}:{port_i}:{f'[{addr}]' if ':' in addr else addr}")
         if not entries:
             raise ResolveError(f"{source}: no HOST:PORT:ADDR line")
         return cls(frozenset(endpoints), entries, frozenset(hosts))
@@ -92,6 +92,15 @@ class Scope:
         except OSError as exc:
             raise ResolveError(f"{path}: cannot read resolve file ({exc.strerror})") from None
         return cls.from_lines(lines, path)
+
+    @property
+    def addresses(self) -> list[str]:
+        """The IP addresses of the resolve list (the user chose them: the address rule allows them).
+
+        >>> Scope.from_lines(["a.test:80:127.0.0.1", "b.test:80:[::1]"]).addresses
+        ['127.0.0.1', '::1']
+        """
+        return [e.split(":", 2)[2].strip("[]") for e in self.curl_resolve]
 
     def allows_url(self, url: str) -> bool:
         """True when curl may connect for the canonical http(s) ``url``: its endpoint is listed."""
