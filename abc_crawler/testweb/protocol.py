@@ -34,10 +34,11 @@ class Connection(asyncio.Protocol):
     """One client connection (see the module docstring)."""
 
     __slots__ = ("core", "transport", "cid", "buf", "t0", "last", "paused", "pending", "closing",
-                 "nreq", "discard", "waiting", "run")
+                 "nreq", "discard", "waiting", "run", "scheme")
 
-    def __init__(self, core):
+    def __init__(self, core, scheme: str = "http"):
         self.core = core
+        self.scheme = scheme      # "https" on the server's TLS port
         self.transport = None
         self.buf = bytearray()
         self.t0 = 0.0
@@ -94,7 +95,7 @@ class Connection(asyncio.Protocol):
         t1 = time.time()
         rec = self.core.record
         for p in self.pending:
-            rec(*p[:8], t1, p[8])
+            rec(*p[:8], t1, p[8], scheme=self.scheme)
         self.pending = []
 
     def data_received(self, data: bytes) -> None:
@@ -208,7 +209,8 @@ class Connection(asyncio.Protocol):
             self._send(405, response_head(405, HTML_TYPE, len(body), None, "Allow: GET, HEAD\r\n"),
                        body, keep, method, hs, target, rank)
             return
-        status, rhead, body = self.core.site.respond(hs, target)
+        moved = self.core.redirect_to_https(hs, target) if self.scheme == "http" else None
+        status, rhead, body = moved if moved is not None else self.core.site.respond(hs, target)
         if method == "HEAD" and type(body) is bytes:
             body = b""
         if self.core.latency > 0:
@@ -244,7 +246,7 @@ class Connection(asyncio.Protocol):
         if self.paused:
             self.pending.append(rec + (rank,))
         else:
-            core.record(*rec, time.time(), rank)
+            core.record(*rec, time.time(), rank, scheme=self.scheme)
         self.last = time.monotonic()
         if not keep:
             self.closing = True
@@ -371,7 +373,7 @@ class Connection(asyncio.Protocol):
             run.timer = None
         p = run.plan
         self.core.record(self.cid, run.req, run.method, run.host, run.target, p.status, run.sent, run.t0,
-                         time.time(), run.rank, p.note, end)
+                         time.time(), run.rank, p.note, end, scheme=self.scheme)
         self.last = time.monotonic()
         self.waiting = False
         if end == "stalled":
