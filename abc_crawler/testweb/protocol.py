@@ -58,8 +58,12 @@ class Connection(asyncio.Protocol):
         self.cid = core.next_cid
         core.conns.add(self)
         # pause_writing() is then called whenever a write is not sent at once and
-        # resume_writing() when the buffer is empty: exact end-of-response times.
-        transport.set_write_buffer_limits(high=0, low=0)
+        # resume_writing() when the buffer is empty: exact end-of-response times. Not over TLS:
+        # asyncio's TLS transport reports its buffer drained late (up to the next read), which
+        # held back the next request and the log record by 100s of ms; there the default limits
+        # apply and a response is logged when it is handed to the TLS layer.
+        if self.scheme == "http":
+            transport.set_write_buffer_limits(high=0, low=0)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
