@@ -268,6 +268,12 @@ class RobotsCache:
         h = self.get(host)
         return h.state == "unknown" or (h.state == "retry" and h.retry_at <= now)
 
+    def forget(self, host: str) -> None:
+        """The request for ``host``'s robots.txt was cut before an answer: it is asked again."""
+        h = self.get(host)
+        h.state = "unknown"
+        h.hops = 0
+
     def next_hop(self, host: str, location_url: str | None) -> str | None:
         """After a 3xx answer to ``host``'s robots.txt request: the URL to ask next — the
         canonical ``location_url`` (None when the caller found it unusable or out of scope) —
