@@ -906,10 +906,22 @@ class RankCrawler:
         host = b.host
         b.robots = False
         idx = self._sitemap_idx.pop(host)
-        if cause is not None:                      # cut at the slot's end: asked again in the next slot
-            self.frontier.release(idx)
-            self._advance(b, now)
-            return
+        if cause is not None:
+            # cut at the slot's end: asked again in the next slot, as a page would be, within the same
+            # bounds (--max-slot-cuts cuts with a full slot, MAX_FREE_CUTS others); then given up
+            if cause == CUT_SLOW:
+                n = self.cuts[idx] = self.cuts.get(idx, 0) + 1
+                give_up = n >= self.cfg.max_slot_cuts
+            else:
+                n = self.free_cuts[idx] = self.free_cuts.get(idx, 0) + 1
+                give_up = cause != CUT_WARM and n >= MAX_FREE_CUTS
+            if not give_up:
+                self.frontier.release(idx)
+                self._advance(b, now)
+                return
+            r.error = "slot_too_short"
+        self.cuts.pop(idx, None)
+        self.free_cuts.pop(idx, None)
         self.frontier.complete(idx)
         level = self.sitemap_fps.pop(fingerprint(r.url), 0)
         sm = self.c.sitemaps

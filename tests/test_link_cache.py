@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from abc_crawler.config import CrawlConfig
 from abc_crawler.crawler import RankCounters, RankCrawler
 from abc_crawler.ownership import HashAssignment
-from abc_crawler.scope import Scope
+from abc_crawler.scope import Scope, ScopeRules
 from abc_crawler.urls import fingerprint
 
 SCOPE = Scope.from_lines(["a.test:80:127.0.0.1", "b.test:8080:127.0.0.1", "a.test:443:127.0.0.1"])
@@ -18,6 +18,7 @@ def _crawler() -> RankCrawler:
     c = RankCrawler.__new__(RankCrawler)     # only what _targets uses
     c.cfg, c.scope, c.c, c._link_cache = CFG, SCOPE, RankCounters(), {}
     c.assign, c.rank = HashAssignment(4), 1
+    c.rules = ScopeRules()                   # no --allowed-domains or --url-filter
     return c
 
 
