@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from abc_crawler import crash
 from abc_crawler.coordinator import Coordinator, Report, encode_report
-from abc_crawler.crawler import STATUS_FIELDS
+from abc_crawler.crawl import STATUS_FIELDS
 from abc_crawler.dashboard.page import Page
 from abc_crawler.dashboard.publisher import Dashboard
 from abc_crawler.dashboard.server import MAX_BODY, MAX_CONNECTIONS, StatusServer, parse_address

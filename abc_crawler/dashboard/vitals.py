@@ -46,7 +46,7 @@ class VitalsSender:
     """Encodes one rank's vitals at each superstep (see the module docstring).
 
     ``fields`` names the entries of the rank's status vector
-    (:data:`abc_crawler.crawler.STATUS_FIELDS`).
+    (:data:`abc_crawler.crawl.STATUS_FIELDS`).
     """
 
     def __init__(self, fields: tuple[str, ...], hosts_seconds: float = 1.0):
