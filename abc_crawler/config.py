@@ -31,7 +31,7 @@ from typing import Any
 from .exceptions import ConfigError
 from .ownership import N_BUCKETS
 
-__all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew"]
+__all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew", "robots_token_of"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,10 @@ class Setting:
 SETTINGS: tuple[Setting, ...] = (
     Setting("session_dir", str, None, "session directory to write (default sessions/<UTC timestamp>)"),
     Setting("resolve", str, None, "curl-style resolve file, lines HOST:PORT:ADDR; when given, only these hosts are ever contacted"),
+    Setting("allowed_domains", str, None, "D[,D...]: only hosts equal to one of these domains or under it are in scope (IDNA-normalized)"),
+    Setting("url_filter", str, None, "file of +REGEX / -REGEX lines (# comments): the first regex found in a URL decides, no match rejects (Nutch's regex URL filter)"),
+    Setting("max_depth", int, None, "follow links at most this many hops from a seed (redirects do not count; sitemap URLs start at 0)", 0),
+    Setting("allow_private_addresses", bool, False, "allow connections to loopback, private, link-local and other non-public addresses (an intranet crawl); without --resolve they are refused"),
     Setting("max_pages", int, None, "stop once this many URLs have been requested in all (the crawl never exceeds it)", 1),
     Setting("time_limit", float, None, "stop after this many seconds of crawling", 0.0),
     Setting("assign", str, "hash", "page-to-rank assignment: hash, site-hash, or a part vector (partvec.npz, or a session directory holding one)"),
@@ -64,6 +68,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("politeness_delay", float, 0.25, "seconds a host rests (TIMEWAIT) after a batch; robots Crawl-delay raises it", 0.0),
     Setting("timeout", float, 10.0, "seconds per request (transfer included)", 0.1),
     Setting("connect_timeout", float, 5.0, "seconds to connect", 0.1),
+    Setting("proxy", str, None, "forward proxy for every request: an http://, https:// or socks5h:// URL, or 'env' for the http_proxy, https_proxy, all_proxy and no_proxy variables (default: none)"),
+    Setting("ca_bundle", str, None, "PEM file of the certificate authorities TLS certificates are verified against (default: the system's bundle)"),
     Setting("max_body_bytes", int, 10 * 1024 * 1024, "largest body kept; larger responses are aborted and counted", 1),
     Setting("max_inflated_bytes", int, 10 * 1024 * 1024, "largest body after Content-Encoding is decoded (gzip/deflate bombs)", 1),
     Setting("max_url_length", int, 2048, "longer URLs are dropped as traps", 16),
@@ -76,7 +82,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("retry_backoff_seconds", float, 1.0, "first back-off of a host after a retryable failure (doubles; Retry-After wins, capped at 60 s)", 0.0),
     Setting("host_max_failures", int, 8, "consecutive transport failures after which a host is given up", 1),
     Setting("user_agent", str, "abc-crawler/0.1", "User-Agent header; robots.txt rules are matched on its product token"),
+    Setting("robots_token", str, None, "product token robots.txt groups are matched on (default: NAME of a '(compatible; NAME/...)' comment of the user agent, else its first product's name)"),
+    Setting("contact", str, None, "an e-mail address sent as the From header of every request, for site operators"),
     Setting("robots", bool, True, "obey robots.txt (RFC 9309)"),
+    Setting("sitemaps", bool, True, "read the Sitemap lines of robots.txt files and /sitemap.xml of every seed host; their URLs enter the frontier like seeds (not links)"),
     Setting("robots_retry_seconds", float, 5.0, "first back-off after a robots.txt 5xx/timeout (doubles, 3 tries, then the host is given up)", 0.0),
     Setting("phases", str, "auto", "KSpider phase swapping: on, off, or auto (on for page-level assignment with more than one rank, off for site-level); hosts a part vector keeps on one rank are never gated",
             choices=("auto", "on", "off")),
@@ -88,6 +97,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),
     Setting("test_clock_skew", str, None, "test hook RANK:SECONDS[,RANK:SECONDS...]: shift these ranks' clocks to check clock alignment"),
+    Setting("test_rank_header", bool, False, "test hook: send an X-ABC-Rank header with every request (the test web's access log attributes requests to ranks by it)"),
     Setting("test_crash", str, None, "test hook RANK:SUPERSTEP (raise in that rank's crawl loop) or kernels:SUPERSTEP (fail rank 0's kernel thread) to check crash records and resume"),
     Setting("checkpoint_seconds", float, 10.0, "seconds between checkpoints (0: none); abc-crawl --resume SESSION continues from the newest", 0.0),
     Setting("stats", bool, True, "run the live graph-statistics kernels on rank 0"),
@@ -188,6 +198,41 @@ def clock_skew(spec: str | None, rank: int) -> float:
     return skews.get(rank, 0.0)
 
 
+def _check_real_web(v: dict) -> None:
+    """The settings of real-web crawling that can be checked without reading a file or the environment."""
+    from .proxies import check_proxy_url
+    from .robots import check_token, robots_token
+    from .scope import parse_domains
+
+    parse_domains(v["allowed_domains"])
+    if v["robots_token"] is not None:
+        try:
+            check_token(v["robots_token"])
+        except ValueError as exc:
+            raise ConfigError(f"robots-token: {exc}") from None
+    else:
+        try:
+            robots_token(v["user_agent"])
+        except ValueError as exc:
+            raise ConfigError(f"user-agent: {exc}") from None
+    ua = v["user_agent"]
+    if not ua.strip() or any(ord(c) < 32 or ord(c) == 127 for c in ua):
+        raise ConfigError(f"user-agent: must be printable text on one line, got {ua!r}")
+    contact = v["contact"]
+    if contact is not None and ("@" not in contact or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in contact)):
+        raise ConfigError(f"contact: expected an e-mail address (sent as the From header), got {contact!r}")
+    proxy = v["proxy"]
+    if proxy is not None and proxy.strip().lower() not in ("env", "none", ""):
+        check_proxy_url(proxy)
+
+
+def robots_token_of(cfg) -> str:
+    """The product token robots.txt groups are matched on: ``--robots-token`` or the one of ``--user-agent``."""
+    from .robots import robots_token
+
+    return cfg.robots_token or robots_token(cfg.user_agent)
+
+
 @dataclass(frozen=True)
 class CrawlConfig:
     """All settings of one crawl; build it with :meth:`build`."""
@@ -237,6 +282,7 @@ class CrawlConfig:
                 parse_address(merged["dashboard"])
             except ValueError as exc:
                 raise ConfigError(f"dashboard: {exc}") from None
+        _check_real_web(merged)
         return cls(seeds=str(seeds), values=merged)
 
     def as_dict(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@ them as one line and exits with status 2, without a traceback.
 """
 from __future__ import annotations
 
-__all__ = ["AbcError", "ConfigError", "SeedError", "ResolveError", "AssignmentError"]
+__all__ = ["AbcError", "ConfigError", "SeedError", "ResolveError", "AssignmentError", "UrlFilterError"]
 
 
 class AbcError(Exception):
@@ -26,3 +26,7 @@ class ResolveError(AbcError):
 
 class AssignmentError(AbcError):
     """The page-to-rank assignment cannot be used (e.g. a part vector made for another K)."""
+
+
+class UrlFilterError(AbcError):
+    """A bad line in a ``--url-filter`` file (the message names ``FILE:LINE``)."""

@@ -7,22 +7,44 @@ ownership like any other link. Only ``http``/``https`` are enabled (curl
 is not in it is refused here too, as a second line of defence: such a name is
 never resolved and never connected to.
 
+Where it connects. Every address libcurl is about to connect to passes the
+crawl's :class:`~abc_crawler.addresses.AddressPolicy` first (curl's
+``OPENSOCKETFUNCTION``: after the DNS answer, for every connection, so DNS
+rebinding and redirects to a private address are caught); a refused address
+ends the request as ``address_refused``, nothing is sent. A URL whose host is
+an IP literal of a refused range, or ``localhost``, is refused before any
+transfer (that is all the check can see through a proxy: :mod:`abc_crawler.proxies`).
+With a proxy for a request, the only connection is to the proxy, which the
+user chose.
+
+What every request sends: ``User-Agent``; ``Accept``; ``Accept-Encoding: gzip,
+deflate`` (bodies are kept as received, ``Content-Encoding`` and all, and
+decoded for parsing by :func:`abc_crawler.limits.inflate`); ``From`` with
+``--contact``; ``X-ABC-Rank`` only with the test hook ``--test-rank-header``
+(the test web's access log attributes requests to ranks by it).
+
+TLS: certificates are verified against the crawl's CA bundle
+(:mod:`abc_crawler.tls`); a TLS failure is counted by kind (``tls_…``).
+
 Bodies larger than ``max_body_bytes`` are aborted (both by the declared
 Content-Length and while streaming) and reported as ``body_too_large``.
 """
 from __future__ import annotations
 
-import io
+import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import pycurl
 
-from .scope import Scope
+from .addresses import AddressPolicy
+from .proxies import ProxySettings
+from .scope import Scope, hostname_of
+from .tls import CaBundle, tls_error_kind
 from .urls import host_of
 
-__all__ = ["Fetcher", "Response", "ScopeViolation"]
+__all__ = ["Fetcher", "Response", "ScopeViolation", "request_headers", "error_kind", "name_refusal"]
 
 
 class ScopeViolation(RuntimeError):
@@ -42,7 +64,65 @@ _CURL_ERRORS = {
     pycurl.E_UNSUPPORTED_PROTOCOL: "unsupported_protocol",
     pycurl.E_BAD_CONTENT_ENCODING: "bad_content_encoding",
     pycurl.E_TOO_MANY_REDIRECTS: "too_many_redirects",
+    pycurl.E_COULDNT_RESOLVE_PROXY: "proxy_dns_failed",
+    97: "proxy_failed",                        # CURLE_PROXY (SOCKS and proxy handshake errors)
 }
+
+
+def error_kind(errno: int, message: str, proxied: bool = False) -> str:
+    """The kind a libcurl error is counted as (``timeout``, ``tls_expired``, ``proxy_connect_failed`` …).
+
+    >>> error_kind(28, ""), error_kind(60, "SSL certificate problem: certificate has expired"), error_kind(999, "")
+    ('timeout', 'tls_expired', 'curl_999')
+    >>> error_kind(7, "Failed to connect to 127.0.0.1 port 3128", proxied=True)
+    'proxy_connect_failed'
+    """
+    kind = tls_error_kind(errno, message)
+    if kind is not None:
+        return kind
+    if proxied:
+        if errno == pycurl.E_COULDNT_CONNECT:
+            return "proxy_connect_failed"
+        if "CONNECT tunnel failed" in message or "Proxy CONNECT aborted" in message:
+            return "proxy_refused"
+    return _CURL_ERRORS.get(errno, f"curl_{errno}")
+
+
+def request_headers(user_agent: str, contact: str | None = None, rank: int | None = None) -> tuple:
+    """The headers every request sends after ``Host``, in order (recorded in the WARC request records).
+
+    >>> request_headers("abc-crawler/0.1", "ops@example.org")[2:]
+    (('Accept-Encoding', 'gzip, deflate'), ('From', 'ops@example.org'))
+    """
+    h = [("User-Agent", user_agent), ("Accept", "text/html,application/xhtml+xml,*/*;q=0.5"),
+         ("Accept-Encoding", "gzip, deflate")]
+    if contact:
+        h.append(("From", contact))
+    if rank is not None:
+        h.append(("X-ABC-Rank", str(rank)))
+    return tuple(h)
+
+
+def name_refusal(url: str, policy: AddressPolicy) -> str | None:
+    """What the address rule can say from the URL alone: an IP-literal host of a refused range,
+    ``localhost`` or a name under ``.localhost`` (RFC 6761: always loopback); else None.
+
+    >>> p = AddressPolicy()
+    >>> name_refusal("http://127.0.0.1:8080/", p), name_refusal("http://[fe80::1]/", p), name_refusal("http://a.localhost/", p)
+    ('loopback', 'link_local', 'loopback')
+    >>> name_refusal("http://example.org/", p), name_refusal("http://10.0.0.1/", AddressPolicy(allow_private=True))
+    (None, None)
+    """
+    if policy.allow_private:
+        return None
+    host = hostname_of(url)
+    if host == "localhost" or host.endswith(".localhost"):
+        return "loopback"
+    if host.startswith("["):
+        return policy.check(host[1:-1])
+    if host[-1:].isdigit() and host.replace(".", "").isdigit():
+        return policy.check(host)
+    return None
 
 
 @dataclass
@@ -96,7 +176,7 @@ class _Transfer:
     counts the body and aborts it at the cap.
     """
 
-    __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over")
+    __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over", "proxy", "refused")
 
     def __init__(self, curl: pycurl.Curl):
         self.curl = curl
@@ -106,6 +186,8 @@ class _Transfer:
         self.cap = 0
         self.header_lines: list[bytes] = []
         self.over = False
+        self.proxy = ""                   # the proxy of the request in flight ("": direct)
+        self.refused = ""                 # why a connect address was refused ("": none was)
 
     def write(self, data: bytes):
         self.size += len(data)
@@ -120,8 +202,16 @@ class Fetcher:
     """A ``CurlMulti`` with a pool of reusable easy handles."""
 
     def __init__(self, *, scope: Scope, user_agent: str, timeout: float, connect_timeout: float,
-                 max_body_bytes: int, rank: int = 0, max_connections: int = 64):
+                 max_body_bytes: int, rank: int = 0, max_connections: int = 64,
+                 addresses: AddressPolicy | None = None, proxies: ProxySettings | None = None,
+                 ca: CaBundle | None = None, contact: str | None = None, rank_header: bool = False):
         self.scope = scope
+        # without an explicit policy: the resolve list's addresses are the user's choice, all else is checked
+        self.addresses = addresses if addresses is not None else AddressPolicy(allowed=scope.addresses)
+        self.proxies = proxies if proxies is not None else ProxySettings()
+        self.ca = ca
+        self._ready: list[Response] = []  # requests refused before any transfer, returned by the next poll
+        self.refused = 0                  # connections refused by the address rule
         self.user_agent = user_agent
         self.timeout = timeout
         self.connect_timeout = connect_timeout
@@ -136,12 +226,11 @@ class Fetcher:
         self.connections = 0
         self._kick = False                # handles added since the last perform()
         # what every request sends after Host (set on each handle in _handle; recorded in the WARC)
-        self._req_rest = (("User-Agent", user_agent), ("Accept", "text/html,*/*;q=0.5"),
-                          ("Accept-Encoding", "identity"), ("X-ABC-Rank", str(rank)))
+        self._req_rest = request_headers(user_agent, contact, rank if rank_header else None)
 
     @property
     def in_flight(self) -> int:
-        return len(self._active)
+        return len(self._active) + len(self._ready)
 
     def _handle(self) -> _Transfer:
         if self._pool:
@@ -152,9 +241,15 @@ class Fetcher:
         c.setopt(pycurl.FOLLOWLOCATION, 0)
         c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
         c.setopt(pycurl.REDIR_PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
-        c.setopt(pycurl.PROXY, "")
-        c.setopt(pycurl.NOPROXY, "*")
+        c.setopt(pycurl.PROXY, "")        # set per request (submit); "" also keeps curl off the environment
         c.setopt(pycurl.HTTP_VERSION, pycurl.CURL_HTTP_VERSION_1_1)
+        c.setopt(pycurl.HTTP_CONTENT_DECODING, 0)    # bodies are kept as received (decoded for parsing only)
+        c.setopt(pycurl.SSL_VERIFYPEER, 1)
+        c.setopt(pycurl.SSL_VERIFYHOST, 2)
+        if self.ca is not None:
+            c.setopt(pycurl.CAINFO, self.ca.path())
+            c.setopt(pycurl.PROXY_CAINFO, self.ca.path())
+        c.setopt(pycurl.OPENSOCKETFUNCTION, self._opener(t))
         c.setopt(pycurl.USERAGENT, self.user_agent)
         c.setopt(pycurl.TIMEOUT_MS, int(self.timeout * 1000))
         c.setopt(pycurl.CONNECTTIMEOUT_MS, int(self.connect_timeout * 1000))
@@ -166,6 +261,22 @@ class Fetcher:
         c.setopt(pycurl.HEADERFUNCTION, t.header_lines.append)
         return t
 
+    def _opener(self, t: _Transfer):
+        """curl's OPENSOCKETFUNCTION for transfer ``t``: the address rule on every connect address."""
+        check = self.addresses.check
+
+        def opensocket(purpose, address):
+            ip = address.addr[0]
+            if not t.proxy:                   # through a proxy the only connection is to the proxy
+                why = check(ip)
+                if why is not None:
+                    t.refused = f"{why} address {ip}"
+                    self.refused += 1
+                    return pycurl.SOCKET_BAD
+            return socket.socket(address.family, address.socktype, address.protocol)
+
+        return opensocket
+
     def submit(self, key: Any, url: str, timeout: float | None = None) -> None:
         """Start fetching ``url``; its :class:`Response` comes back from :meth:`poll`."""
         if not (url.startswith("http://") or url.startswith("https://")):
@@ -173,24 +284,37 @@ class Fetcher:
         host = host_of(url)
         if not self.scope.allows_url(url):
             raise ScopeViolation(f"refusing {url!r}: its host and port are not in the resolve list")
+        self.requests += 1
+        why = name_refusal(url, self.addresses)
+        if why is not None:                   # judged by name: no transfer at all
+            now = time.time()
+            self.refused += 1
+            self._ready.append(Response(key=key, url=url, error="address_refused", error_detail=f"{why} host in URL",
+                                        t_start=now, t_end=now))
+            return
         t = self._handle()
         t.size = 0
         t.cap = self.max_body_bytes
         t.over = False
+        t.refused = ""
+        t.proxy = self.proxies.for_url(url)
+        t.curl.setopt(pycurl.PROXY, t.proxy)
         t.response = Response(key=key, url=url, t_start=time.time(), request_headers=[("Host", host), *self._req_rest])
         t.curl.setopt(pycurl.URL, url)
         t.curl.setopt(pycurl.TIMEOUT_MS, max(1, int(1000 * (self.timeout if timeout is None else min(timeout, self.timeout)))))
         self._active[t.curl] = t
         self.multi.add_handle(t.curl)
-        self.requests += 1
         self._kick = True
 
     def poll(self, timeout: float = 0.0) -> list[Response]:
         """Drive transfers; wait up to ``timeout`` seconds for activity; return finished ones."""
+        if self._ready:
+            timeout = 0.0
         if not self._active:
             if timeout > 0:
                 time.sleep(timeout)
-            return []
+            done, self._ready = self._ready, []
+            return done
         running = len(self._active)
         if self._kick:
             # send what was submitted since the last turn now: select() below watches only
@@ -205,7 +329,7 @@ class Fetcher:
             if timeout > 0:
                 self.multi.select(timeout)
         self._perform()
-        done: list[Response] = []
+        done, self._ready = self._ready, []
         while True:
             queued, ok, failed = self.multi.info_read()
             for c in ok:
@@ -233,8 +357,10 @@ class Fetcher:
             r.status = c.getinfo(pycurl.RESPONSE_CODE)
             r.body = b"".join(t.chunks)
             self._parse_headers(r, t.header_lines)
+        elif t.refused:
+            r.error, r.error_detail = "address_refused", t.refused
         else:
-            r.error = "body_too_large" if t.over else _CURL_ERRORS.get(errno, f"curl_{errno}")
+            r.error = "body_too_large" if t.over else error_kind(errno, errmsg, bool(t.proxy))
             r.error_detail = errmsg
         t.chunks.clear()
         t.header_lines.clear()

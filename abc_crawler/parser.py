@@ -21,7 +21,19 @@ from itertools import chain
 
 from lxml import etree
 
-__all__ = ["ParsedPage", "extract_links", "charset_of"]
+__all__ = ["ParsedPage", "extract_links", "charset_of", "HTML_TYPES", "is_html"]
+
+#: content types parsed for links (XHTML is parsed by the same forgiving HTML parser)
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+
+
+def is_html(content_type: str) -> bool:
+    """True for a media type (lower case, parameters dropped) whose pages are parsed for links.
+
+    >>> is_html("text/html"), is_html("application/xhtml+xml"), is_html("application/xml")
+    (True, True, False)
+    """
+    return content_type in HTML_TYPES
 
 # One parser per encoding, configured once. ``collect_ids=False``: libxml2 does not build the
 # table of id attributes (nothing here looks elements up by id; ~8 % of a parse on the corpus).

@@ -29,10 +29,12 @@ from .metrics import imbalance_pct
 from .ownership import make_assignment
 from .phases import HolderTable, PhaseClock, uses_phases
 from .progress import Progress, format_bytes, graph_rows
-from .scope import Scope, read_seeds
+from .proxies import ProxySettings
+from .scope import Scope, ScopeRules, read_seeds
 from .checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
 from .config import read_config_file
 from .gather import gather_warc
+from .tls import load_ca_bundle
 from .session import (atomic_write_bytes, atomic_write_json, npz_bytes, prepare_rank_dir, rank_files, read_json,
                       save_graph)
 
@@ -70,7 +72,12 @@ def _resume_config(resume: str, overrides: dict, ranks: int, config_file: str | 
 def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
     """Rank 0: read and validate every input; returns what all ranks need."""
     scope = Scope.from_file(cfg.resolve) if cfg.resolve else Scope()
-    seeds, problems = read_seeds(cfg.seeds, scope)
+    # the user's scope rules (--url-filter is read here, on rank 0), proxies (--proxy env: rank 0's
+    # environment) and the trusted CAs (--ca-bundle or the system's): sent to every rank with the rest
+    rules = ScopeRules.from_config(cfg)
+    proxies = ProxySettings.from_value(cfg.proxy)
+    ca = load_ca_bundle(cfg.ca_bundle)
+    seeds, problems = read_seeds(cfg.seeds, scope, rules)
     for p in problems:
         print(str(p), file=sys.stderr)
     assignment = make_assignment(cfg.assign, ranks, cfg.assign_buckets, cfg.remap)
@@ -92,7 +99,7 @@ def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
         raise AbcError(f"{sd}: session directory already holds a session (choose another --session-dir)")
     # Rank 0 read the assignment (a part vector may exist on its file system only); it is sent to all.
     return {"scope": scope, "seeds": seeds, "seed_problems": len(problems), "session_dir": str(sd),
-            "assignment": assignment, "holders": holders}
+            "assignment": assignment, "holders": holders, "rules": rules, "proxies": proxies, "ca": ca}
 
 
 def _refused(comm: Communicator, lines: list[str] | None) -> bool:
@@ -198,7 +205,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         kernels = KernelWorker(cfg.stats_max_pages, distance_error=cfg.stats_distance_error) if cfg.stats else None
         rank0 = Rank0Role(Coordinator(comm.size, kernels), progress)
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, rank0,
-                          holders=prep["holders"])
+                          holders=prep["holders"], rules=prep["rules"], proxies=prep["proxies"], ca=prep["ca"])
     crash.CONTEXT.superstep = lambda: crawler.superstep
     hostnames = comm.gather(host)
     started = _utc()
@@ -331,6 +338,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "requests": total("requests"),
         "retries": total("retries"),
         "bytes_stored": total("bytes"),
+        "bytes_decoded": total("bytes_decoded"),     # the same bodies, Content-Encoding undone
         "wall_s": round(wall, 3),
         "pages_per_s": round(total("requests") / wall, 2) if wall > 0 else 0.0,
         "cpu_s": round(total("cpu_s"), 3),
@@ -353,6 +361,9 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "duplicates": total("duplicates"),
         "robots_fetches": total("robots_fetches"),
         "robots_adopted": total("robots_adopted"),
+        "robots_redirects": total("robots_redirects"),
+        "refused_connections": total("refused_connections"),  # the address rule, per connection
+        "sitemaps": _sum_counts(s["sitemaps"] for s in summaries),
         "errors": dict(sorted(errors.items())),
         "links": dict(sorted(links.items())),
         "out_of_scope_hosts": dict(sorted(oos.items(), key=lambda kv: -kv[1])[:50]),
@@ -363,6 +374,15 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     }
     atomic_write_json(sd / "stats.json", stats)
     return stats
+
+
+def _sum_counts(dicts) -> dict:
+    """Several ``{key: count}`` summed, sorted by key."""
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
 
 
 def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> dict:

@@ -1,8 +1,17 @@
-"""Scope: which hosts may be contacted at all, and the seeds file.
+"""Scope: which hosts may be contacted at all, which URLs a crawl wants, and the seeds file.
 
 Scope is a safety rule, not an option: with a resolve list, the crawler fetches
 only the hosts in it; every other link is counted as out of scope and is never
 resolved or connected to. Only ``http`` and ``https`` are ever fetched.
+
+The user's scope rules (:class:`ScopeRules`) narrow it further, with or
+without a resolve list: ``--allowed-domains`` (a host equal to one of the
+domains or under it), ``--url-filter`` (Nutch's regex URL filter: ``+REGEX`` /
+``-REGEX`` lines, the first match wins, no match rejects) and ``--max-depth``
+(link hops from a seed; applied where a page's links are followed, see
+:mod:`abc_crawler.crawl.fetching`). A URL they reject is counted by reason and never
+resolved: ``out_of_scope_domain``, ``out_of_scope_filter``,
+``out_of_scope_depth``.
 
 Examples
 --------
@@ -21,12 +30,14 @@ resolve ``b.test:443`` with the system resolver.
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass, field
 
-from .exceptions import ResolveError, SeedError
+from .exceptions import ConfigError, ResolveError, SeedError, UrlFilterError
 from .urls import UrlError, canonicalize, host_of, scheme_of
 
-__all__ = ["Scope", "read_seeds", "SeedProblem", "endpoint_of", "url_endpoint"]
+__all__ = ["Scope", "ScopeRules", "UrlFilter", "normalize_domain", "parse_domains", "hostname_of",
+           "read_seeds", "SeedProblem", "endpoint_of", "url_endpoint"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +64,7 @@ class Scope:
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
-            parts = line.rsplit(":", 2)
+            parts = line.split(":", 2)           # a host name holds no colon; an IPv6 ADDR does
             if len(parts) != 3:
                 raise ResolveError(f"{source}:{lineno}: expected HOST:PORT:ADDR, got {line!r}")
             host, port, addr = parts
@@ -68,7 +79,7 @@ class Scope:
             port_i = int(port)
             hosts.add(host if port_i in (80, 443) else f"{host}:{port_i}")
             endpoints.add(f"{host}:{port_i}")
-            entries.append(f"{host}:{port_i}:{addr}")
+            entries.append(f"{host}:{port_i}:{f'[{addr}]' if ':' in addr else addr}")
         if not entries:
             raise ResolveError(f"{source}: no HOST:PORT:ADDR line")
         return cls(frozenset(endpoints), entries, frozenset(hosts))
@@ -81,6 +92,15 @@ class Scope:
         except OSError as exc:
             raise ResolveError(f"{path}: cannot read resolve file ({exc.strerror})") from None
         return cls.from_lines(lines, path)
+
+    @property
+    def addresses(self) -> list[str]:
+        """The IP addresses of the resolve list (the user chose them: the address rule allows them).
+
+        >>> Scope.from_lines(["a.test:80:127.0.0.1", "b.test:80:[::1]"]).addresses
+        ['127.0.0.1', '::1']
+        """
+        return [e.split(":", 2)[2].strip("[]") for e in self.curl_resolve]
 
     def allows_url(self, url: str) -> bool:
         """True when curl may connect for the canonical http(s) ``url``: its endpoint is listed."""
@@ -120,6 +140,198 @@ def endpoint_of(host: str, default_port: int) -> str:
     return f"{host}:{default_port}"
 
 
+def hostname_of(url: str) -> str:
+    """The host name of a canonical http(s) URL without port and trailing dot (``[v6]`` kept).
+
+    >>> hostname_of("http://a.test:8080/x"), hostname_of("https://b.test./"), hostname_of("http://[::1]:81/")
+    ('a.test', 'b.test', '[::1]')
+    """
+    host = host_of(url)
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    colon = host.rfind(":")
+    if colon >= 0:
+        host = host[:colon]
+    return host[:-1] if host.endswith(".") else host
+
+
+def normalize_domain(text: str) -> str:
+    """A domain of ``--allowed-domains`` as canonical URLs write hosts: lower case, IDNA
+    (``xn--``), no leading or trailing dot. Raises ValueError for text that is not a host name.
+
+    >>> normalize_domain("Bücher.Example."), normalize_domain(".example.com"), normalize_domain("10.0.0.1")
+    ('xn--bcher-kva.example', 'example.com', '10.0.0.1')
+    """
+    d = text.strip().strip(".")
+    if not d or any(c in d for c in "/:@?#[] \t"):
+        raise ValueError(f"not a domain name: {text!r}")
+    try:
+        url = canonicalize(f"http://{d}/")
+    except UrlError:
+        raise ValueError(f"not a domain name: {text!r}") from None
+    if url is None or url != f"http://{host_of(url)}/":
+        raise ValueError(f"not a domain name: {text!r}")
+    return hostname_of(url)
+
+
+def parse_domains(value: str | None) -> tuple[str, ...] | None:
+    """``--allowed-domains D[,D...]`` as normalized domains (None: no domain rule).
+
+    >>> parse_domains("Example.COM, .test")
+    ('example.com', 'test')
+    """
+    if value is None:
+        return None
+    out: list[str] = []
+    for part in value.split(","):
+        if not part.strip():
+            continue
+        try:
+            d = normalize_domain(part)
+        except ValueError as exc:
+            raise ConfigError(f"allowed-domains: {exc}") from None
+        if d not in out:
+            out.append(d)
+    if not out:
+        raise ConfigError(f"allowed-domains: no domain in {value!r}")
+    return tuple(out)
+
+
+def _is_ip_literal(host: str) -> bool:
+    if host.startswith("["):
+        return True
+    try:
+        ipaddress.IPv4Address(host)
+        return True
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class UrlFilter:
+    """Nutch's regex URL filter: ``(accept, pattern)`` rules, the first whose pattern is found in
+    the URL (``re.search``) decides; a URL no rule matches is rejected.
+
+    >>> f = UrlFilter.from_lines(["# docs only", r"-\\.pdf$", r"+^https?://a\\.test/docs/"], "f.txt")
+    >>> [f.accepts(u) for u in ("http://a.test/docs/x.html", "http://a.test/docs/x.pdf", "http://a.test/")]
+    [True, False, False]
+    >>> UrlFilter.from_lines(["+ok", "*bad"], "f.txt")
+    Traceback (most recent call last):
+    ...
+    abc_crawler.exceptions.UrlFilterError: f.txt:2: expected +REGEX or -REGEX, got '*bad'
+    """
+
+    rules: tuple[tuple[bool, str], ...]
+    source: str = "<url-filter>"
+    _compiled: tuple = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_compiled", tuple((acc, re.compile(p)) for acc, p in self.rules))
+
+    def __getstate__(self):            # sent to every rank: the rules, compiled again there
+        return {"rules": self.rules, "source": self.source}
+
+    def __setstate__(self, state) -> None:
+        object.__setattr__(self, "rules", state["rules"])
+        object.__setattr__(self, "source", state["source"])
+        self.__post_init__()
+
+    @classmethod
+    def from_lines(cls, lines, source: str = "<url-filter>") -> "UrlFilter":
+        rules: list[tuple[bool, str]] = []
+        for lineno, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            sign, pattern = line[0], line[1:].strip()
+            if sign not in "+-":
+                raise UrlFilterError(f"{source}:{lineno}: expected +REGEX or -REGEX, got {line!r}")
+            if not pattern:
+                raise UrlFilterError(f"{source}:{lineno}: empty regular expression after {sign!r}")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise UrlFilterError(f"{source}:{lineno}: bad regular expression {pattern!r}: {exc}") from None
+            rules.append((sign == "+", pattern))
+        if not rules:
+            raise UrlFilterError(f"{source}: no +REGEX or -REGEX line (every URL would be rejected)")
+        return cls(tuple(rules), source)
+
+    @classmethod
+    def from_file(cls, path: str) -> "UrlFilter":
+        try:
+            with open(path, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except FileNotFoundError:
+            raise UrlFilterError(f"{path}: url filter file not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UrlFilterError(f"{path}: cannot read url filter file ({getattr(exc, 'strerror', None) or exc})") from None
+        return cls.from_lines(lines, path)
+
+    def accepts(self, url: str) -> bool:
+        for accept, rx in self._compiled:
+            if rx.search(url):
+                return accept
+        return False
+
+
+@dataclass(frozen=True)
+class ScopeRules:
+    """The user's scope rules; built on rank 0 (the filter file is read there) and sent to all ranks.
+
+    :meth:`reason` is the check of every link before it is fingerprinted or sent to its owner;
+    :meth:`host_reason` the host-level part alone (robots.txt redirects, sitemap files);
+    ``max_depth`` is applied where a page's links are followed.
+
+    >>> r = ScopeRules(domains=("test",), url_filter=UrlFilter(((False, "/private/"), (True, "."))))
+    >>> [r.reason(u) for u in ("http://a.test/x", "http://a.test/private/y", "http://a.example/")]
+    [None, 'out_of_scope_filter', 'out_of_scope_domain']
+    """
+
+    domains: tuple[str, ...] | None = None
+    url_filter: UrlFilter | None = None
+    max_depth: int | None = None
+    _hosts: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def active(self) -> bool:
+        return self.domains is not None or self.url_filter is not None
+
+    def host_allowed(self, hostname: str) -> bool:
+        """``hostname`` (as :func:`hostname_of` gives it) is one of the domains or under one."""
+        if self.domains is None:
+            return True
+        ok = self._hosts.get(hostname)
+        if ok is None:
+            if _is_ip_literal(hostname):
+                ok = hostname in self.domains
+            else:
+                ok = any(hostname == d or hostname.endswith("." + d) for d in self.domains)
+            if len(self._hosts) >= 65_536:
+                self._hosts.clear()
+            self._hosts[hostname] = ok
+        return ok
+
+    def host_reason(self, url: str) -> str | None:
+        """``out_of_scope_domain`` when the URL's host is outside ``--allowed-domains``, else None."""
+        if self.domains is not None and not self.host_allowed(hostname_of(url)):
+            return "out_of_scope_domain"
+        return None
+
+    def reason(self, url: str) -> str | None:
+        """Why the canonical http(s) ``url`` is out of the user's scope, or None."""
+        why = self.host_reason(url)
+        if why is None and self.url_filter is not None and not self.url_filter.accepts(url):
+            why = "out_of_scope_filter"
+        return why
+
+    @classmethod
+    def from_config(cls, cfg) -> "ScopeRules":
+        """Rank 0: the rules of a :class:`~abc_crawler.config.CrawlConfig` (reads ``--url-filter``)."""
+        flt = UrlFilter.from_file(cfg.url_filter) if cfg.url_filter else None
+        return cls(parse_domains(cfg.allowed_domains), flt, cfg.max_depth)
+
+
 @dataclass(frozen=True)
 class SeedProblem:
     path: str
@@ -130,11 +342,12 @@ class SeedProblem:
         return f"{self.path}:{self.lineno}: {self.reason}"
 
 
-def read_seeds(path: str, scope: Scope) -> tuple[list[str], list[SeedProblem]]:
+def read_seeds(path: str, scope: Scope, rules: ScopeRules | None = None) -> tuple[list[str], list[SeedProblem]]:
     """Canonical seed URLs of a seeds file and one problem per bad line.
 
-    Blank lines and ``#`` comments are skipped. Raises :class:`SeedError` when
-    the file is missing or holds no usable seed.
+    Blank lines and ``#`` comments are skipped; a seed the scope ``rules``
+    reject is a bad line too. Raises :class:`SeedError` when the file is missing
+    or holds no usable seed.
     """
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -171,6 +384,11 @@ def read_seeds(path: str, scope: Scope) -> tuple[list[str], list[SeedProblem]]:
             continue
         if not scope.allows_url(url):
             problems.append(SeedProblem(path, lineno, f"{url_endpoint(url)} is not in the resolve list (out of scope)"))
+            continue
+        why = rules.reason(url) if rules is not None else None
+        if why is not None:
+            what = "--allowed-domains" if why == "out_of_scope_domain" else "--url-filter"
+            problems.append(SeedProblem(path, lineno, f"{url} is outside {what} (out of scope)"))
             continue
         if url not in seen:
             seen.add(url)

@@ -135,7 +135,8 @@ def abc_command(ranks: int, web, session, *extra: str, seeds=None, wrap: list[st
     """``mpiexec -n RANKS abc-crawl`` of a served web's seeds with its resolve list (``wrap``: a command in front)."""
     web = Path(web)
     crawl = [str(BIN / "abc-crawl"), str(seeds or web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
-             "--session-dir", str(session), "--progress-seconds", "600", *extra]
+             "--session-dir", str(session), "--progress-seconds", "600",
+             "--test-rank-header", *extra]        # the servers' access logs attribute requests to ranks by it
     if wrap:
         crawl = [*wrap, str(BIN / "python"), *crawl]
     return [str(BIN / "mpiexec"), "-n", str(ranks), *crawl]

@@ -74,7 +74,7 @@ def crawl_cli(ranks: int, web_dir: Path, session: Path, *extra: str, timeout: fl
     the launcher and every rank may run on (CPU affinity, inherited by the ranks)."""
     cmd = [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds or web_dir / "seeds.txt"),
            "--resolve", str(web_dir / "resolve.txt"), "--session-dir", str(session),
-           "--politeness-delay", "0", "--progress-seconds", "1", *extra]
+           "--politeness-delay", "0", "--progress-seconds", "1", "--test-rank-header", *extra]
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=pin)
 
@@ -209,6 +209,7 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
         netloc = (lambda h: h if port == 80 else f"{h}:{port}")
         hits = [r for r in rows if f"http://{netloc(r['host'])}{r['path']}" in disallowed]
         assert not hits, hits[:3]
+        assert all(r["rank"] >= 0 for r in rows), "the crawl ran without --test-rank-header"
         robots = Counter((r["host"], r["rank"]) for r in rows if r["path"] == "/robots.txt"
                          and r["host"] not in hostile_hosts)
         assert robots and max(robots.values()) == 1, robots.most_common(3)
@@ -219,8 +220,12 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
 
 
 def host_overlaps(rows: list[dict]) -> int:
-    """Pairs of requests to one host from different ranks whose [t_start, t_end] intervals overlap."""
+    """Pairs of requests to one host from different ranks whose [t_start, t_end] intervals overlap.
+
+    The crawl must have sent its rank with every request (``--test-rank-header``): without it every
+    request would look like one rank's and no overlap could be seen."""
     by_host: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
+    assert all(r["rank"] >= 0 for r in rows), "requests without --test-rank-header"
     for r in rows:
         by_host[r["host"]].append((r["t_start"], r["t_end"], r["rank"]))
     n = 0

@@ -1,6 +1,8 @@
-"""The link-decision cache gives exactly the decisions made without it (LinkClassifier.targets)."""
+"""The link-decision cache gives exactly the decisions made without it (LinkClassifier.targets),
+with and without the user's scope rules."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -8,16 +10,21 @@ from abc_crawler.config import CrawlConfig
 from abc_crawler.crawl.counters import RankCounters
 from abc_crawler.crawl.links import LinkClassifier
 from abc_crawler.ownership import HashAssignment
-from abc_crawler.scope import Scope
+from abc_crawler.scope import Scope, ScopeRules, UrlFilter
 from abc_crawler.urls import fingerprint
 
 SCOPE = Scope.from_lines(["a.test:80:127.0.0.1", "b.test:8080:127.0.0.1", "a.test:443:127.0.0.1"])
 CFG = CrawlConfig.build({"seeds": "seeds.txt"})
 
 
-def _crawler() -> LinkClassifier:
+#: no --allowed-domains or --url-filter; and both (b.test is outside the domain, paths with /e/ filtered out)
+RULES = {"none": ScopeRules(),
+         "domain+filter": ScopeRules(domains=("a.test",), url_filter=UrlFilter(((False, "/e/"), (True, "."))))}
+
+
+def _crawler(rules: ScopeRules | None = None) -> LinkClassifier:
     """Rank 1's link decisions under a 4-rank hash assignment, counted into fresh counters."""
-    return LinkClassifier.from_config(CFG, SCOPE, HashAssignment(4), 1, RankCounters())
+    return LinkClassifier.from_config(CFG, SCOPE, HashAssignment(4), 1, RankCounters(), rules)
 
 
 PAGES = ["http://a.test/", "http://a.test/d/x.html", "http://a.test/d/e/y.html?q=1", "https://a.test/d/x.html",
@@ -34,16 +41,20 @@ href = st.one_of(
 ASSIGN = HashAssignment(4)
 
 
-def _uncached(page: str, hrefs: list[str]) -> tuple[list[tuple], LinkClassifier]:
-    """Every href decided on its own (no cache): the targets, distinct by fingerprint, and the counts."""
-    c = _crawler()
+def _uncached(page: str, hrefs: list[str], rules: ScopeRules) -> tuple[list[tuple], LinkClassifier]:
+    """Every href decided on its own (no cache): the targets, distinct by fingerprint, and the counts
+    (the host of a URL out of the resolve list or the allowed domains is the decision's detail)."""
+    c = _crawler(rules)
     out: dict[int, tuple] = {}
     for h in hrefs:
         t = c.classify(h, page)
         if t[0] is None:
             c.links[t[1]] += 1
-            if t[1] == "out_of_scope":
+            if t[1] in ("out_of_scope", "out_of_scope_domain"):
+                assert t[2] is not None
                 c.out_of_scope_hosts[t[2]] += 1
+            else:
+                assert t[2] is None
         else:
             out.setdefault(t[1], t)
     return list(out.values()), c
@@ -54,13 +65,14 @@ def _urls(c, page, base, hrefs):
     return [t[0] for t in c.targets(page, base, hrefs)]
 
 
+@pytest.mark.parametrize("rules", RULES)
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(PAGES), st.lists(href, max_size=8)), min_size=1, max_size=12))
-def test_cached_decisions_equal_uncached(pages):
-    cached = _crawler()
+def test_cached_decisions_equal_uncached(rules, pages):
+    cached = _crawler(RULES[rules])
     total = RankCounters()
     for page, hrefs in pages:
-        expect, counts = _uncached(page, hrefs)
+        expect, counts = _uncached(page, hrefs, RULES[rules])
         got = cached.targets(page, None, hrefs)
         assert got == expect
         assert _urls(cached, page, None, hrefs) == [t[0] for t in expect]
@@ -88,3 +100,14 @@ def test_the_cache_is_used_across_directories():
                  ["HTTP://a.test/abs#top", "http://a.test/abs#", "//b.test:8080/s#x"]) == [
         "http://a.test/abs", "http://b.test:8080/s"]
     assert len(c.cache) == n
+
+
+def test_scope_rules_are_applied_before_the_fingerprint_and_counted_by_reason():
+    c = _crawler(RULES["domain+filter"])
+    got = _urls(c, "http://a.test/d/x.html", None,
+                ["http://a.test/ok.html", "http://b.test:8080/x", "/d/e/y.html", "http://c.test/z"])
+    assert got == ["http://a.test/ok.html"]
+    # the resolve list first (c.test is not in it), then the domain, then the filter
+    assert c.links["out_of_scope"] == 1 and c.links["out_of_scope_domain"] == 1
+    assert c.links["out_of_scope_filter"] == 1
+    assert c.out_of_scope_hosts == {"c.test": 1, "b.test:8080": 1}

@@ -15,7 +15,8 @@ class RankCounters:
     pages_ok: int = 0
     pages_failed: int = 0
     pages_redirected: int = 0
-    bytes: int = 0
+    bytes: int = 0                # response bodies as received (Content-Encoding and all)
+    bytes_decoded: int = 0        # the same bodies with their Content-Encoding undone
     nodes: int = 0
     duplicates: int = 0
     volume: int = 0               # Türk MV
@@ -36,6 +37,7 @@ class RankCounters:
     errors: Counter = field(default_factory=Counter)
     links: Counter = field(default_factory=Counter)
     out_of_scope_hosts: Counter = field(default_factory=Counter)
+    sitemaps: Counter = field(default_factory=Counter)   # sitemap files fetched, URLs listed, skipped
 
     def as_plain(self) -> dict:
         """Plain data (numbers and dicts) for a checkpoint."""

@@ -3,7 +3,9 @@
 * :func:`after_cut` — a request cut at the end of its phase slot: asked again in the host's next
   slot, or (after too many cuts) handled as a transient failure;
 * :func:`after_answer` — a final answer or transport failure: retried after a back-off, the host
-  given up, or final.
+  given up, or final;
+* :func:`links_depth` — how deep a final answer's links are, and whether they are followed
+  (``--max-depth``).
 
 The cut's cause itself is :func:`abc_crawler.phases.cut_cause`.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from ..limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, retry_delay
 from ..phases import CUT_SLOW, CUT_WARM
 
-__all__ = ["MAX_FREE_CUTS", "SLOT_ERRORS", "after_cut", "after_answer", "budget_share"]
+__all__ = ["MAX_FREE_CUTS", "SLOT_ERRORS", "after_cut", "after_answer", "links_depth", "budget_share"]
 
 #: a URL cut at slot ends this many times without its own fault (late start, starved rank) is
 #: handled as a transient failure (retried with back-off, then failed as ``slot_never_full``)
@@ -64,6 +66,18 @@ def after_answer(error: str | None, status: int, retry_after: str | None, attemp
     if attempts < max_retries:
         return "retry", retry_delay(attempts + 1, retry_after if error is None else None, backoff, MAX_BACKOFF)
     return "final", 0.0
+
+
+def links_depth(page_depth: int, redirect: bool, max_depth: int) -> tuple[int, bool]:
+    """``(depth, follow)`` of the links of a page ``page_depth`` link hops from a seed: a link is one
+    hop deeper than its page, a redirect's target as deep as its source; followed while the depth
+    is at most ``max_depth``.
+
+    >>> links_depth(0, False, 1), links_depth(1, False, 1), links_depth(1, True, 1)
+    ((1, True), (2, False), (1, True))
+    """
+    depth = page_depth + (0 if redirect else 1)
+    return depth, depth <= max_depth
 
 
 def budget_share(n: int, ranks: int, rank: int) -> int:

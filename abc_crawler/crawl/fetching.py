@@ -1,6 +1,8 @@
-"""Fetching one rank's Bucket elements: a batch per host over one connection, robots.txt first,
-the politeness rest after; every answer goes through :mod:`.decisions` (cut, retry, give the host
-up, or final) and a final one through :class:`.pages.PageProcessor` and the router."""
+"""Fetching one rank's Bucket elements: a batch per host over one connection, robots.txt first
+(its redirects followed, RFC 9309), the politeness rest after; every answer goes through
+:mod:`.decisions` (cut, retry, give the host up, or final) and a final one through
+:class:`.pages.PageProcessor` and the router. A sitemap file in a batch is fetched like a page of
+its host but is not one: not a request of the page count, its answer read for the URLs it lists."""
 from __future__ import annotations
 
 import time
@@ -9,11 +11,12 @@ from dataclasses import dataclass
 
 from ..fetcher import Fetcher, Response
 from ..frontier import Element, Frontier
-from ..robots import SHARE_MAX_BYTES, RobotsCache, robots_url
+from ..robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
 from ..urls import fingerprint
 from .counters import IdleTimes, RankCounters
-from .decisions import after_answer, after_cut
+from .decisions import after_answer, after_cut, links_depth
 from .hosts import HostTable
+from .links import LinkClassifier
 from .pages import PageProcessor
 from .routing import Router
 from .slots import LEASE_POLL_SECONDS, SlotGate
@@ -32,8 +35,9 @@ class Batch:
     host: str
     todo: list[int]
     next_at: float = 0.0
-    robots: bool = False          # a robots.txt request is in flight
-    current: int | None = None    # URL index in flight
+    robots: bool = False          # a robots.txt or sitemap request is in flight
+    current: int | None = None    # URL index in flight (a page)
+    sitemap: int | None = None    # URL index of the sitemap file in flight
     deadline: float | None = None # shared-clock end of the slot the request in flight belongs to
     slot_len: float = 0.0         # length of that slot (shorter than phase-seconds: a warm-up slot)
     limit: float = 0.0            # seconds the request in flight was given (deadline - its start)
@@ -45,8 +49,9 @@ class BatchRunner:
 
     def __init__(self, cfg, frontier: Frontier, fetcher: Fetcher, robots: RobotsCache, gate: SlotGate | None,
                  hosts: HostTable, counters: RankCounters, pages: PageProcessor, router: Router, clock,
-                 may_request, share_robots: bool, own_hosts: frozenset[str]):
+                 may_request, share_robots: bool, own_hosts: frozenset[str], links: LinkClassifier):
         self.cfg = cfg
+        self.links = links
         self.frontier = frontier
         self.fetcher = fetcher
         self.robots = robots
@@ -156,12 +161,9 @@ class BatchRunner:
             del self.batches[host]
             self.frontier.finish(b.element, now, 0.0)
             return
-        b.deadline = None if limit is None else self.clock.shared() + limit
-        b.slot_len = self.gate.slot_len if self.gate is not None else 0.0
-        b.limit = 0.0 if limit is None else limit
-        b.started = now
+        self._stamp(b, limit, now)
         if h.state == "dead" or st.dead:
-            kind = "host_unreachable" if st.dead else "robots_unavailable"
+            kind = "host_unreachable" if st.dead else h.reason   # e.g. robots_unavailable, address_refused
             for idx in b.todo:
                 self.router.record_given_up(self.frontier.url(idx), kind)
                 self.frontier.complete(idx, stalled=True)
@@ -188,6 +190,11 @@ class BatchRunner:
                 self.frontier.complete(idx)
                 self.counters.links["robots_disallowed"] += 1
                 continue
+            if self.router.is_sitemap(url):      # a sitemap file, not a page: no request of the count
+                b.sitemap = idx
+                b.robots = True
+                self.fetcher.submit(("sitemap", host), url, timeout=limit)
+                return
             b.current = idx
             self.counters.requests += 1
             self.fetcher.submit(("page", host), url, timeout=limit)
@@ -198,6 +205,13 @@ class BatchRunner:
         self.frontier.finish(b.element, now, rest)
         if self.gate is not None:
             self.gate.batch_done(host, rest)
+
+    def _stamp(self, b: Batch, limit: float | None, now: float) -> None:
+        """The slot a request of ``b`` starting now belongs to (``limit``: its seconds, None: no slot)."""
+        b.deadline = None if limit is None else self.clock.shared() + limit
+        b.slot_len = self.gate.slot_len if self.gate is not None else 0.0
+        b.limit = 0.0 if limit is None else limit
+        b.started = now
 
     # -- answers ------------------------------------------------------------------------------
     def on_answer(self, r: Response, now: float) -> None:
@@ -211,6 +225,9 @@ class BatchRunner:
             cause = self.gate.cut_cause(host, b.slot_len, b.limit, gap)
         if kind == "robots":
             self._on_robots(b, r, cause, now)
+            return
+        if kind == "sitemap":
+            self._on_sitemap(b, r, cause, now)
             return
         idx = b.current
         b.current = None
@@ -274,7 +291,11 @@ class BatchRunner:
                 return
             self.counters.errors["robots_slot_too_short"] += 1   # and on as a timeout (back-off)
         st.robots_cuts = 0
-        self.robots.on_response(host, r.status if r.error is None else 0, r.body, now)
+        if r.error is None and 300 <= r.status < 400 and self._robots_redirect(b, r, now):
+            return
+        self.robots.on_response(host, r.status if r.error is None else 0, r.body, now, error=r.error)
+        if self.cfg.sitemaps and r.error is None:    # its Sitemap lines, from the rank that fetched it
+            self.router.route_sitemaps(self.links.sitemap_targets(r.url, self.robots.take_sitemaps(host)), 0)
         if (self.share_robots and r.error is None and 200 <= r.status < 500
                 and len(r.body) <= SHARE_MAX_BYTES and host not in self.own_hosts):
             self.robots_out.append((host, r.status, r.body))
@@ -284,6 +305,50 @@ class BatchRunner:
             self.counters.errors["robots_5xx"] += 1
         b.next_at = now + self.robots.get(host).crawl_delay
         if b.next_at <= now:
+            self.advance(b, now)
+
+    def _robots_redirect(self, b: Batch, r: Response, now: float) -> bool:
+        """Follow a robots.txt redirect (RFC 9309: up to five, to another scheme or host in scope);
+        False when the chain ends here (the 3xx then means "unavailable")."""
+        host = b.host
+        nxt = self.robots.next_hop(host, redirect_target(r.url, r.header("location"), self.links.host_in_scope))
+        if nxt is None:
+            self.counters.errors["robots_redirect_unfollowed"] += 1
+            return False
+        limit = self.gate.request_limit(host) if self.gate is not None else None
+        if limit == 0.0:                         # the slot is over: ask again in the host's next slot
+            self.robots.forget(host)
+            self.advance(b, now)
+            return True
+        self._stamp(b, limit, now)
+        b.robots = True
+        self.fetcher.submit(("robots", host), nxt, timeout=limit)
+        return True
+
+    def _on_sitemap(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
+        """A sitemap file's answer: the URLs it lists enter the crawl as seeds do (not links)."""
+        b.robots = False
+        idx, b.sitemap = b.sitemap, None
+        if cause is not None:
+            # cut at the slot's end: asked again in the host's next slot, within a page's bounds
+            book = self.cuts if cause == "slow_response" else self.free_cuts
+            book[idx] = book.get(idx, 0) + 1
+            action, kind_ = after_cut(cause, self.cuts.get(idx, 0), self.free_cuts.get(idx, 0),
+                                      self.cfg.max_slot_cuts)
+            if action == "again":
+                self.frontier.release(idx)
+                self.advance(b, now)
+                return
+            r.error = kind_                      # given up (a sitemap file is not retried)
+        self.cuts.pop(idx, None)
+        self.free_cuts.pop(idx, None)
+        self.frontier.complete(idx)
+        pages, files, level = self.pages.sitemap_outcome(r, self.router.pop_sitemap_level(r.url))
+        self.router.route(None, pages, tally=None)
+        self.router.route_sitemaps(files, level)
+        delay = self.robots.get(b.host).crawl_delay
+        b.next_at = now + delay
+        if delay <= 0:
             self.advance(b, now)
 
     def process(self, r: Response) -> None:
@@ -303,7 +368,13 @@ class BatchRunner:
             c.errors[kind] += 1
             status, nbytes, is_node, links, hops = (r.status or -1), len(r.body), False, [], 0
         self.router.record_page(fp, r.url, status, nbytes, is_node, kind)
-        self.router.route(fp, links, hops)
+        if self.cfg.max_depth is None:
+            self.router.route(fp, links, hops)
+            return
+        depth, follow = links_depth(self.router.pop_depth(fp), hops > 0, self.cfg.max_depth)
+        if not follow and links:
+            self.counters.links["out_of_scope_depth"] += len(links)
+        self.router.route(fp, links, hops, depth, follow=follow, tally="followed" if follow else None)
 
     def drain(self, deadline: float) -> int:
         """At the end: complete what is in flight until ``deadline``; returns the requests abandoned

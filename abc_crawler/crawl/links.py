@@ -1,10 +1,15 @@
 """Which links of a page the crawl follows, and to which rank each goes (pure: no MPI, no I/O).
 
 A link is joined with the page's base and canonicalized (:func:`abc_crawler.urls.canonicalize`),
-checked against the scope (a URL outside it is counted and never resolved) and the spider-trap
-limits, then fingerprinted and given its owner rank (:mod:`abc_crawler.ownership`). The order is
-the life of a URL: scope and trap filters come before the fingerprint, so a refused URL costs no
-hash. Decisions are cached under a key naming exactly what they depend on.
+checked against the scope (the resolve list, then the user's scope rules: ``--allowed-domains``,
+``--url-filter``; a URL outside it is counted and never resolved) and the spider-trap limits, then
+fingerprinted and given its owner rank (:mod:`abc_crawler.ownership`). The order is the life of a
+URL: scope and trap filters come before the fingerprint, so a refused URL costs no hash. Decisions
+are cached under a key naming exactly what they depend on.
+
+Sitemap files (robots.txt ``Sitemap:`` lines, ``/sitemap.xml`` of seed hosts, sitemap index
+entries) pass the host-level scope only (:meth:`LinkClassifier.sitemap_targets`): a filter written
+for pages should not hide a site's list of them (:mod:`abc_crawler.sitemaps`).
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from collections import Counter
 from ..limits import trap_reason
 from ..metrics import url_wire_cost
 from ..ownership import Assignment
-from ..scope import Scope
+from ..scope import Scope, ScopeRules
 from ..urls import UrlError, canonicalize, fingerprint, host_of
 
 __all__ = ["LinkClassifier", "Target", "CACHE_ENTRIES"]
@@ -27,12 +32,15 @@ CACHE_ENTRIES = 262_144
 
 class LinkClassifier:
     """Link decisions of one rank: ``targets(page, base, hrefs)``; reasons counted into ``links``
-    (and out-of-scope hosts into ``out_of_scope_hosts``)."""
+    (and the hosts of URLs out of the resolve list or ``--allowed-domains`` into
+    ``out_of_scope_hosts``; sitemap files into ``sitemaps``)."""
 
     def __init__(self, scope: Scope, assignment: Assignment, rank: int, *, max_links_per_page: int,
                  max_url_length: int, max_path_depth: int, max_segment_repeats: int,
-                 links: Counter | None = None, out_of_scope_hosts: Counter | None = None):
+                 links: Counter | None = None, out_of_scope_hosts: Counter | None = None,
+                 rules: ScopeRules | None = None, sitemaps: Counter | None = None):
         self.scope = scope
+        self.rules = rules if rules is not None else ScopeRules()
         self.assign = assignment
         self.rank = rank
         self.max_links = max_links_per_page
@@ -40,14 +48,16 @@ class LinkClassifier:
                             "max_repeats": max_segment_repeats}
         self.links = links if links is not None else Counter()
         self.out_of_scope_hosts = out_of_scope_hosts if out_of_scope_hosts is not None else Counter()
+        self.sitemaps = sitemaps if sitemaps is not None else Counter()
         self.cache: dict[str | tuple[str, str], tuple] = {}
 
     @classmethod
-    def from_config(cls, cfg, scope: Scope, assignment: Assignment, rank: int, counters) -> "LinkClassifier":
+    def from_config(cls, cfg, scope: Scope, assignment: Assignment, rank: int, counters,
+                    rules: ScopeRules | None = None) -> "LinkClassifier":
         return cls(scope, assignment, rank, max_links_per_page=cfg.max_links_per_page,
                    max_url_length=cfg.max_url_length, max_path_depth=cfg.max_path_depth,
                    max_segment_repeats=cfg.max_segment_repeats, links=counters.links,
-                   out_of_scope_hosts=counters.out_of_scope_hosts)
+                   out_of_scope_hosts=counters.out_of_scope_hosts, rules=rules, sitemaps=counters.sitemaps)
 
     def target(self, url: str) -> Target:
         """The :data:`Target` of a canonical URL."""
@@ -56,7 +66,8 @@ class LinkClassifier:
         return url, fp, r, (0 if r == self.rank else url_wire_cost(len(url.encode())))
 
     def classify(self, href: str, base_url: str) -> tuple:
-        """A :data:`Target` to follow, else ``(None, reason, detail)``."""
+        """A :data:`Target` to follow, else ``(None, reason, detail)``; ``detail``: the host of a URL
+        out of the resolve list or ``--allowed-domains``, else None."""
         try:
             url = canonicalize(href, base_url)
         except UrlError:
@@ -65,6 +76,10 @@ class LinkClassifier:
             return None, "not_http", None
         if not self.scope.allows_url(url):
             return None, "out_of_scope", host_of(url)
+        if self.rules.active:
+            why = self.rules.reason(url)
+            if why is not None:
+                return None, why, (host_of(url) if why == "out_of_scope_domain" else None)
         trap = trap_reason(url, **self.trap_limits)
         if trap is not None:
             return None, trap, None
@@ -118,7 +133,7 @@ class LinkClassifier:
                         out[hit[1]] = hit
                     else:
                         links[hit[1]] += 1
-                        if hit[1] == "out_of_scope":
+                        if hit[2] is not None:
                             oos[hit[2]] += 1
                     continue
             hit = self.classify(href, base_url)
@@ -126,10 +141,38 @@ class LinkClassifier:
                 out[hit[1]] = hit
             else:
                 links[hit[1]] += 1
-                if hit[1] == "out_of_scope":
+                if hit[2] is not None:
                     oos[hit[2]] += 1
             if key is not None:
                 if len(cache) >= CACHE_ENTRIES:
                     cache.clear()
                 cache[key] = hit
         return list(out.values())
+
+    def host_in_scope(self, url: str) -> bool:
+        """The host-level scope of a canonical URL: in the resolve list and ``--allowed-domains``
+        (robots.txt redirects, sitemap files)."""
+        return self.scope.allows_url(url) and self.rules.host_reason(url) is None
+
+    def sitemap_targets(self, base: str | None, urls: list[str], mine_only: bool = False) -> list[Target]:
+        """Sitemap files to fetch, from ``urls`` (joined with ``base`` when given): canonical and
+        within the host-level scope; ``mine_only``: only those this rank owns. Counted into
+        ``sitemaps`` (``bad_loc``, ``out_of_scope``, ``files_listed``)."""
+        sm = self.sitemaps
+        out = []
+        for u in urls:
+            try:
+                url = canonicalize(u, base) if base else canonicalize(u)
+            except UrlError:
+                url = None
+            if url is None:
+                sm["bad_loc"] += 1
+                continue
+            if not self.host_in_scope(url):
+                sm["out_of_scope"] += 1
+                continue
+            t = self.target(url)
+            if not mine_only or t[2] == self.rank:
+                out.append(t)
+        sm["files_listed"] += len(out)
+        return out

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..checkpoint import CheckpointLog, Journal
 from ..clock import SharedClock, estimate_offset
-from ..config import CrawlConfig, clock_skew
+from ..addresses import AddressPolicy
+from ..config import CrawlConfig, clock_skew, robots_token_of
 from ..coordinator import Coordinator
 from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from ..dashboard.vitals import VitalsSender, top_hosts
@@ -30,8 +31,9 @@ from ..frontier import Frontier
 from ..ownership import Assignment
 from ..phases import HolderTable, PhaseClock, uses_phases
 from ..robots import RobotsCache, decode_shared, encode_shared
-from ..scope import Scope
+from ..scope import Scope, ScopeRules
 from ..seen import new_fpset
+from ..sitemaps import seed_sitemap_urls
 from ..warc import RankWarc
 from . import state
 from .counters import RankCounters
@@ -111,7 +113,7 @@ class RankCrawler:
 
     def __init__(self, cfg: CrawlConfig, comm: Communicator, scope: Scope, assignment: Assignment,
                  seeds: list[str], session_dir: str, stop: StopFlag, rank0: Rank0Role | None = None,
-                 holders: HolderTable | None = None):
+                 holders: HolderTable | None = None, rules: ScopeRules | None = None, proxies=None, ca=None):
         self.cfg = cfg
         self.comm = comm
         self.rank = rank = comm.rank
@@ -123,15 +125,20 @@ class RankCrawler:
         self.counters = counters = RankCounters()
         self.hosts = HostTable()
         self.frontier, self.seen = self.empty_state()
+        # where the fetcher may connect (the resolve list's addresses are the user's choice); the
+        # user's scope rules, proxies and CAs come from rank 0
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
-                               rank=rank, max_connections=cfg.concurrency)
-        self.robots = RobotsCache(cfg.user_agent, cfg.robots_retry_seconds, enabled=cfg.robots)
+                               rank=rank, max_connections=cfg.concurrency,
+                               addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
+                               proxies=proxies, ca=ca, contact=cfg.contact, rank_header=cfg.test_rank_header)
+        self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots)
         self.warc = RankWarc(session_dir, rank, enabled=cfg.warc, batch=cfg.warc_batch)
         self.clock = SharedClock(clock_skew(cfg.test_clock_skew, rank), reference=rank == 0)
-        self.links = LinkClassifier.from_config(cfg, scope, assignment, rank, counters)
+        self.links = LinkClassifier.from_config(cfg, scope, assignment, rank, counters, rules)
         host_cap = -(-cfg.max_pages_per_host // (1 if assignment.site_level else size))
-        self.router = Router(rank, size, self.frontier, self.seen, counters, self.hosts, host_cap)
+        self.router = Router(rank, size, self.frontier, self.seen, counters, self.hosts, host_cap,
+                             track_depth=cfg.max_depth is not None)
         self.phase_clock: PhaseClock | None = None
         self.gate: SlotGate | None = None
         if uses_phases(cfg.phases, assignment.site_level, size):
@@ -149,7 +156,7 @@ class RankCrawler:
         share = size > 1 and not assignment.site_level and cfg.robots
         self.runner = BatchRunner(cfg, self.frontier, self.fetcher, self.robots, self.gate, self.hosts, counters,
                                   pages, self.router, self.clock, self.may_request, share,
-                                  assignment.exclusive_hosts(rank))
+                                  assignment.exclusive_hosts(rank), self.links)
         self.budget: int | None = None if cfg.max_pages is None else budget_share(cfg.max_pages, size, rank)
         self.superstep = 0
         self.t0 = time.monotonic()
@@ -195,6 +202,9 @@ class RankCrawler:
     def add_seeds(self) -> None:
         mine = [t for t in map(self.links.target, self.seeds) if t[2] == self.rank]
         self.router.route(None, mine)
+        if self.cfg.sitemaps:                    # /sitemap.xml of every seed host, by its owner
+            files = self.links.sitemap_targets(None, seed_sitemap_urls(self.seeds), mine_only=True)
+            self.router.route_sitemaps(files, 0)
 
     def sync_clock(self) -> None:
         """Collective: every rank re-estimates its offset to rank 0's clock."""
@@ -408,5 +418,6 @@ class RankCrawler:
             "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "errors": dict(c.errors),
             "links": dict(c.links), "out_of_scope_hosts": dict(c.out_of_scope_hosts.most_common(50)),
             "frontier": self.frontier.counts(), "warc_records": self.warc.records,
-            "warc_revisits": self.warc.revisits,
+            "warc_revisits": self.warc.revisits, "bytes_decoded": c.bytes_decoded, "sitemaps": dict(c.sitemaps),
+            "robots_redirects": self.robots.redirects, "refused_connections": self.fetcher.refused,
         }

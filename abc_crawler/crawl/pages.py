@@ -1,24 +1,30 @@
 """What a final answer becomes: the WARC records, the page's outcome for rank 0's graph, and
-the links to follow (the body is inflated within the bomb limit and parsed with lxml)."""
+the links to follow (the body is stored as received, decoded within the bomb limit and parsed
+with lxml); and what a sitemap file lists (:func:`abc_crawler.sitemaps.read_sitemap`), which is
+not a page: not stored, not reported to rank 0, its URLs not links."""
 from __future__ import annotations
 
 from ..fetcher import Response
 from ..limits import InflateError, inflate
-from ..parser import charset_of, extract_links
+from ..parser import charset_of, extract_links, is_html
+from ..sitemaps import MAX_INDEX_DEPTH, read_sitemap
 from ..urls import scheme_of
 from ..warc import RankWarc
 from .counters import RankCounters
 from .links import LinkClassifier, Target
 
-__all__ = ["PageProcessor", "PageOutcome"]
+__all__ = ["PageProcessor", "PageOutcome", "SitemapOutcome"]
 
 #: ``(status (-1: transport failure), body bytes, is a graph node, links to follow, redirect hops,
 #: kind)``; kind: how the request failed or why the page is not a node ("" for a node or a redirect)
 PageOutcome = tuple[int, int, bool, list[Target], int, str]
+#: ``(page URLs listed, sitemap files listed, their index level)``
+SitemapOutcome = tuple[list[Target], list[Target], int]
 
 
 class PageProcessor:
-    """One rank's page processing: ``outcome(response, hops_in)``."""
+    """One rank's page processing: ``outcome(response, hops_in)``; sitemap files:
+    ``sitemap_outcome(response, level)``."""
 
     def __init__(self, warc: RankWarc, links: LinkClassifier, counters: RankCounters, *, max_redirects: int,
                  max_inflated_bytes: int):
@@ -28,9 +34,19 @@ class PageProcessor:
         self.max_redirects = max_redirects
         self.max_inflated = max_inflated_bytes
 
+    def decoded(self, r: Response) -> tuple[bytes | None, str | None]:
+        """The body with its Content-Encoding undone (within --max-inflated-bytes), or (None, error kind)."""
+        enc = r.header("content-encoding")
+        if not enc:
+            return r.body, None
+        try:
+            return inflate(r.body, enc, self.max_inflated), None
+        except InflateError as exc:
+            return None, exc.kind
+
     def outcome(self, r: Response, hops_in: int) -> PageOutcome:
-        """Record the answer in the WARC file and say what it is; ``hops_in``: the redirect hops that
-        led to this URL."""
+        """Record the answer in the WARC file (as received) and say what it is; ``hops_in``: the
+        redirect hops that led to this URL."""
         c = self.counters
         if r.error is not None:
             c.pages_failed += 1
@@ -38,6 +54,8 @@ class PageProcessor:
             return -1, 0, False, [], 0, r.error
         nbytes = len(r.body)
         c.bytes += nbytes
+        body, decode_error = self.decoded(r)
+        c.bytes_decoded += nbytes if body is None else len(body)
         if self.warc.write(r):
             c.duplicates += 1
         if 300 <= r.status < 400:
@@ -54,14 +72,12 @@ class PageProcessor:
             return r.status, nbytes, False, self.links.targets(r.url, None, [loc]), hops_in + 1, ""
         if r.status == 200:
             c.pages_ok += 1
-            if r.content_type != "text/html":
+            if not is_html(r.content_type):       # text/html and application/xhtml+xml
                 c.links["not_html_pages"] += 1
                 return r.status, nbytes, False, [], 0, "not_html"
-            try:
-                body = inflate(r.body, r.header("content-encoding"), self.max_inflated)
-            except InflateError as exc:
-                c.errors[exc.kind] += 1
-                return r.status, nbytes, False, [], 0, exc.kind
+            if decode_error is not None:
+                c.errors[decode_error] += 1
+                return r.status, nbytes, False, [], 0, decode_error
             parsed = extract_links(body, charset_of(r.header("content-type")))
             if not parsed.ok:
                 c.errors["unparsable_html"] += 1
@@ -75,3 +91,42 @@ class PageProcessor:
             kind = f"http_{r.status // 100}xx"
             c.errors[kind] += 1
         return r.status, nbytes, False, [], 0, kind
+
+    def sitemap_outcome(self, r: Response, level: int) -> SitemapOutcome:
+        """What a sitemap file's final answer lists: its page URLs (through the same checks as
+        links, counted by reason into ``links`` when refused) and the sitemap files it names (a
+        redirect's target at the same ``level``, index entries one level deeper, at most
+        :data:`~abc_crawler.sitemaps.MAX_INDEX_DEPTH`). Counted into ``sitemaps`` and, for
+        failures, ``errors`` as ``sitemap_<kind>``."""
+        c = self.counters
+        sm = c.sitemaps
+        sm["fetched"] += 1
+        if r.error is None and 300 <= r.status < 400 and r.header("location"):
+            sm["redirects"] += 1
+            return [], self.links.sitemap_targets(r.url, [r.header("location")]), level
+        if r.error is not None or r.status != 200:
+            sm["failed"] += 1
+            c.errors[f"sitemap_{r.error or f'http_{r.status // 100}xx'}"] += 1
+            return [], [], level
+        try:
+            f = read_sitemap(r.body, r.header("content-encoding"))
+        except InflateError as exc:
+            c.errors[f"sitemap_{exc.kind}"] += 1
+            return [], [], level
+        sm.update(f.counts)
+        if f.kind == "too_large":
+            c.errors["sitemap_too_large"] += 1
+        pages = []
+        for u in f.urls:
+            hit = self.links.classify(u, r.url)
+            if hit[0] is None:
+                c.links[hit[1]] += 1
+            else:
+                pages.append(hit)
+        sm["urls"] += len(pages)
+        files: list[Target] = []
+        if f.sitemaps and level >= MAX_INDEX_DEPTH:
+            sm["too_deep"] += len(f.sitemaps)
+        elif f.sitemaps:
+            files = self.links.sitemap_targets(r.url, f.sitemaps)
+        return pages, files, level + 1

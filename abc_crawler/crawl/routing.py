@@ -2,10 +2,16 @@
 enters its frontier, another rank's goes into ``outbox[owner]`` for the superstep's all-to-all;
 and every page with its links goes into the :class:`SuperstepReport` for rank 0 — built here, in
 one place. The seen set also remembers URLs sent to other ranks, so a URL leaves this rank at
-most once; the owner's seen set makes "fetched at most once" hold across ranks."""
+most once; the owner's seen set makes "fetched at most once" hold across ranks.
+
+What travels with a URL to its owner (:mod:`abc_crawler.urlline`): the redirect hops that led to
+it, its link depth (``--max-depth``) and whether it is a sitemap file. Only links — targets found
+on a page — count towards Türk's volume and messages and go into the report; seeds and the URLs
+sitemaps list are not links."""
 from __future__ import annotations
 
 from ..coordinator import SuperstepReport, encode_report
+from ..urlline import decode_line, encode_line
 from ..urls import fingerprint, host_of
 from .counters import RankCounters
 from .hosts import HostTable
@@ -17,7 +23,8 @@ __all__ = ["Router"]
 class Router:
     """URL-seen test, frontier or outbox, and the report to rank 0, of one rank."""
 
-    def __init__(self, rank: int, size: int, frontier, seen, counters: RankCounters, hosts: HostTable, host_cap: int):
+    def __init__(self, rank: int, size: int, frontier, seen, counters: RankCounters, hosts: HostTable, host_cap: int,
+                 track_depth: bool = False):
         self.rank = rank
         self.size = size
         self.frontier = frontier
@@ -28,11 +35,18 @@ class Router:
         self.outbox: list[list[str]] = [[] for _ in range(size)]
         self.report = SuperstepReport(rank=rank)
         self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL
+        self.track_depth = track_depth             # --max-depth given: depths are kept
+        self.depth: dict[int, int] = {}           # fp -> link hops from a seed (with --max-depth only)
+        self.sitemap_fps: dict[int, int] = {}     # fp -> index level, of sitemap files admitted here
 
-    def route(self, src_fp: int | None, targets: list[Target], hops: int = 0) -> None:
+    def route(self, src_fp: int | None, targets: list[Target], hops: int = 0, depth: int = 0,
+              sitemap: bool = False, follow: bool = True, tally: str | None = "followed") -> None:
         """MV, URL-seen test, frontier or outbox, report to rank 0. ``src_fp``: the page the links
-        were found on (None for seeds); ``hops`` > 0 marks the targets of a redirect chain
-        (carried to the owner)."""
+        were found on (None for seeds and the URLs of sitemaps: not links, no MV); ``hops`` > 0
+        marks the targets of a redirect chain, ``depth`` their link hops from a seed (with
+        --max-depth) or a sitemap file's index level, ``sitemap`` sitemap files (all carried to
+        the owner). ``follow`` False: reported to rank 0 (links of the graph) but not crawled
+        (--max-depth); ``tally``: the ``links`` reason they are counted under (None: not counted)."""
         rep = self.report
         me = self.rank
         seen = self.seen
@@ -41,7 +55,7 @@ class Router:
         if src_fp is not None:
             rep.link_src.extend([src_fp] * len(targets))
         for url, fp, r, wire in targets:
-            if wire:
+            if wire and src_fp is not None:
                 volume += wire
                 remote.add(r)
             if src_fp is not None:
@@ -49,19 +63,26 @@ class Router:
                 if seen.report(fp):
                     rep.new_fp.append(fp)
                     rep.new_urls.append(url)
+            if not follow:
+                continue
             if not seen.add(fp):
                 continue
             if r == me:
-                self.admit_local(url, fp, hops)
+                self.admit_local(url, fp, hops, depth, sitemap)
             else:
-                self.outbox[r].append(url if not hops else f"{url}\t{hops}")
+                self.outbox[r].append(encode_line(url, hops, depth, sitemap))
         c = self.counters
         c.volume += volume
         rep.volume += volume
         c.messages_thesis += len(remote)
-        c.links["followed"] += len(targets)
+        if tally is not None:
+            c.links[tally] += len(targets)
 
-    def admit_local(self, url: str, fp: int, hops: int) -> None:
+    def route_sitemaps(self, targets: list[Target], level: int) -> None:
+        """Sitemap files into the crawl (``level``: how deep in sitemap indexes); not links."""
+        self.route(None, targets, depth=level, sitemap=True, tally=None)
+
+    def admit_local(self, url: str, fp: int, hops: int, depth: int = 0, sitemap: bool = False) -> None:
         """Put a new URL of this rank into URLStates (within the per-host limit)."""
         host = host_of(url)
         st = self.hosts[host]
@@ -71,23 +92,39 @@ class Router:
         st.admitted += 1
         if hops:
             self.hops[fp] = hops
+        if sitemap:
+            self.sitemap_fps[fp] = depth
+        elif depth and self.track_depth:
+            self.depth[fp] = depth
         self.frontier.add(url, host)
 
     def receive(self, data: bytes) -> None:
-        """URLs another rank found for this one (lines ``URL`` or ``URL\\tHOPS``)."""
+        """URLs another rank found for this one (lines of :mod:`abc_crawler.urlline`)."""
         if not data:
             return
         for line in data.decode().split("\n"):
             if not line:
                 continue
-            url, _, h = line.partition("\t")
+            url, h, depth, sitemap = decode_line(line)
             fp = fingerprint(url)
             if not self.seen.add(fp):
                 continue
-            self.admit_local(url, fp, int(h) if h else 0)
+            self.admit_local(url, fp, h, depth, sitemap)
 
     def pop_hops(self, fp: int) -> int:
         return self.hops.pop(fp, 0)
+
+    def pop_depth(self, fp: int) -> int:
+        """The link depth of a URL of this rank (0: a seed, a sitemap's URL, or no --max-depth)."""
+        return self.depth.pop(fp, 0)
+
+    def is_sitemap(self, url: str) -> bool:
+        """``url`` (of this rank) is a sitemap file, not a page."""
+        return bool(self.sitemap_fps) and fingerprint(url) in self.sitemap_fps
+
+    def pop_sitemap_level(self, url: str) -> int:
+        """The sitemap-index level of a sitemap file of this rank, forgotten."""
+        return self.sitemap_fps.pop(fingerprint(url), 0)
 
     def record_page(self, fp: int, url: str, status: int, nbytes: int, is_node: bool, kind: str = "") -> None:
         """A final answer, for rank 0's graph (``kind``: how it failed or why it is not a node)."""
@@ -102,8 +139,11 @@ class Router:
         rep.page_kind.append(kind)
 
     def record_given_up(self, url: str, kind: str) -> None:
-        """A URL of this rank completed without a request (its host given up, robots.txt), for the graph."""
+        """A URL of this rank completed without a request (its host given up, robots.txt), for the
+        graph; a sitemap file is forgotten instead (it is not a page)."""
         fp = fingerprint(url)
+        if self.sitemap_fps and self.sitemap_fps.pop(fp, None) is not None:
+            return
         rep = self.report
         rep.given_up_fp.append(fp)
         rep.given_up_kind.append(kind)

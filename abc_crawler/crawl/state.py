@@ -8,7 +8,10 @@ Version history:
 * 1 (sessions before the rank loop was split into :mod:`abc_crawler.crawl`): the pickled objects
   themselves (counters, report, per-host dicts) — refused: resume it with the version that wrote
   it, or start a new session;
-* 2: this module's :func:`capture`.
+* 2: this module's :func:`capture`. Keys added since, read with a default when absent (an older
+  state of version 2 means the same without them): ``depth`` (URL fingerprint → link hops from a
+  seed, with ``--max-depth``) and ``sitemaps`` (fingerprint → sitemap-index level of the sitemap
+  files admitted); the counters ``bytes_decoded`` and ``sitemaps``.
 """
 from __future__ import annotations
 
@@ -49,7 +52,8 @@ def capture(crawler, log_len: int) -> dict:
         "state_version": STATE_VERSION,
         "superstep": crawler.superstep, "log": log_len, "frontier": crawler.frontier.state_for_checkpoint(),
         "counters": c, "report": _report_plain(router.report), "outbox": [list(o) for o in router.outbox],
-        "hops": dict(router.hops), "attempts": dict(runner.attempts), "cuts": dict(runner.cuts),
+        "hops": dict(router.hops), "depth": dict(router.depth), "sitemaps": dict(router.sitemap_fps),
+        "attempts": dict(runner.attempts), "cuts": dict(runner.cuts),
         "free_cuts": dict(runner.free_cuts), "hosts": crawler.hosts.as_plain(), "budget": crawler.budget,
         "elapsed": time.monotonic() - crawler.t0, "cpu_s": crawler.cpu_seconds(),
         "warc": crawler.warc.checkpoint(), "connections": crawler.fetcher.connections,
@@ -87,6 +91,7 @@ def restore(crawler, superstep: int) -> None:
     router.report = _report_from(st["report"])
     router.outbox = [list(o) for o in st["outbox"]]
     router.hops = dict(st["hops"])
+    router.depth, router.sitemap_fps = dict(st.get("depth", {})), dict(st.get("sitemaps", {}))
     runner.attempts, runner.cuts, runner.free_cuts = dict(st["attempts"]), dict(st["cuts"]), dict(st["free_cuts"])
     crawler.hosts.clear()
     crawler.hosts.update(HostTable.from_plain(st["hosts"]))

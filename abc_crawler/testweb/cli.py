@@ -5,6 +5,8 @@
     abc-testweb generate OUT [--hosts N] [--pages N] [--seed S] [--addr A] [--port P] [--plain]
                              [--communities C [--community-locality L]] [--hostile all|MODE,MODE...]
     abc-testweb serve DIR [--access-log F] [--max-seconds T] [--ready-file F] [--addr A] [--port P]
+                          [--tls-cert F --tls-key F [--tls-port P] [--https-redirect]]
+    abc-testweb proxy [--addr A] [--port P] [--resolve FILE] [--access-log F] [--max-seconds T] [--ready-file F]
     abc-testweb exec DIR [--access-log F] [--max-seconds T] -- CMD ARGS...
     abc-testweb bench DIR [--connections N] [--seconds T] [--access-log F] [--uvloop]
 
@@ -20,7 +22,14 @@ communities whose cross-host links stay inside the community with probability
 ``serve`` serves DIR at the address and port of DIR/manifest.json (or
 ``--addr``/``--port``; without a manifest both are required) until SIGINT/SIGTERM
 or ``--max-seconds`` (default 3600); ``--ready-file`` is written (JSON
-``{"addr", "port", "pid"}``) once it listens.
+``{"addr", "port", "pid"}``) once it listens.  ``--tls-cert``/``--tls-key``
+also serve the web over TLS on ``--tls-port`` (``"tls_port"`` in the ready file);
+``--https-redirect`` answers every plain request with a 301 to https.
+
+``proxy`` runs a small HTTP forward proxy on loopback (absolute-form requests
+and ``CONNECT``) for tests of ``abc-crawl --proxy``: it connects only to names
+of ``--resolve`` (``HOST:PORT:ADDR`` lines) and to loopback literals, and logs
+every request it forwards (:mod:`.proxy`).
 
 ``exec`` serves DIR while CMD runs, then stops, and exits with CMD's status
 (128+N if CMD died of signal N, 124 if ``--max-seconds`` (default 3600) ran out
@@ -129,12 +138,32 @@ def _cmd_serve(a) -> int:
         raise _Fail(f"{a.dir}: no such directory")
     addr, port = _addr_port(a, need_manifest=False)
     try:
+        if (a.tls_cert is None) != (a.tls_key is None) or (a.https_redirect and a.tls_cert is None):
+            raise _Fail("serve: --tls-cert and --tls-key go together (and --https-redirect needs them)")
         run_server(a.dir, addr, port, a.access_log, max_seconds=a.max_seconds, ready_file=a.ready_file,
-                   idle_timeout=a.idle_timeout, use_uvloop=a.uvloop, latency=a.latency)
+                   idle_timeout=a.idle_timeout, use_uvloop=a.uvloop, latency=a.latency,
+                   tls=(a.tls_cert, a.tls_key) if a.tls_cert else None, tls_port=a.tls_port,
+                   https_redirect=a.https_redirect)
     except ServerError as exc:
         raise _Fail(f"serve: {exc}") from None
     except OSError as exc:
         raise _Fail(f"serve: {exc.strerror or exc}") from None
+    return 0
+
+
+def _cmd_proxy(a) -> int:
+    from .proxy import run_proxy
+
+    lines = []
+    if a.resolve:
+        try:
+            lines = Path(a.resolve).read_text().splitlines()
+        except OSError as exc:
+            raise _Fail(f"proxy: {a.resolve}: {exc.strerror or exc}") from None
+    try:
+        run_proxy(a.addr, a.port, lines, a.access_log, max_seconds=a.max_seconds, ready_file=a.ready_file)
+    except (ServerError, ValueError) as exc:
+        raise _Fail(f"proxy: {exc}") from None
     return 0
 
 
@@ -347,7 +376,21 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--latency", type=float, default=0.0,
                    help="seconds every response is held back, like a server that takes time (default 0)")
     s.add_argument("--uvloop", action="store_true", help="use uvloop if installed")
+    s.add_argument("--tls-cert", default=None, help="PEM certificate (chain): also serve the web over TLS")
+    s.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    s.add_argument("--tls-port", type=int, default=0, help="port of the TLS listener (default: a free one)")
+    s.add_argument("--https-redirect", action="store_true",
+                   help="answer every request on the plain port with a 301 to the TLS port")
     s.set_defaults(func=_cmd_serve)
+
+    x = sub.add_parser("proxy", help="run a forward proxy on loopback (for --proxy tests)")
+    x.add_argument("--addr", default="127.0.0.1")
+    x.add_argument("--port", type=int, default=0)
+    x.add_argument("--resolve", default=None, help="HOST:PORT:ADDR lines: the names the proxy may connect to")
+    x.add_argument("--access-log")
+    x.add_argument("--max-seconds", type=float, default=3600.0)
+    x.add_argument("--ready-file")
+    x.set_defaults(func=_cmd_proxy)
 
     e = sub.add_parser("exec", help="serve while a command runs")
     e.add_argument("dir")

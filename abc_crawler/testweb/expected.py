@@ -18,7 +18,7 @@ def robots_parsers(robots: dict) -> dict:
 
 
 def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: dict,
-                     user_agent: str = USER_AGENT, hostile_hosts=()) -> dict:
+                     user_agent: str = USER_AGENT, hostile_hosts=(), in_scope=None) -> dict:
     """What a correct crawl from ``seeds`` requests and finds.
 
     ``pages``: the manifest's ``pages`` (URL -> entry with ``status``,
@@ -31,6 +31,9 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
     from ``pages`` answer 404.  ``nodes`` are the requested URLs with status
     200 and content type text/html; ``edges`` the distinct ``(u, v)``, u != v,
     both nodes, v a followable link of u.
+
+    ``in_scope`` (optional): a function of a URL, False for URLs a crawl's scope rules
+    (``--allowed-domains``, ``--url-filter``) reject; they count as out of scope.
 
     ``hostile_hosts`` (``host[:port]``, see :mod:`.hostile`): links to them
     are neither requested nor out of scope; when given, the result has one
@@ -55,7 +58,7 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
         if hostile and net in hostile and scheme == "http":
             hostile_seen.add(url)
             return
-        if scheme != "http" or net not in served:
+        if scheme != "http" or net not in served or (in_scope is not None and not in_scope(url)):
             oos.add(url)
             return
         rp = parsers.get(net)

@@ -34,10 +34,11 @@ class Connection(asyncio.Protocol):
     """One client connection (see the module docstring)."""
 
     __slots__ = ("core", "transport", "cid", "buf", "t0", "last", "paused", "pending", "closing",
-                 "nreq", "discard", "waiting", "run")
+                 "nreq", "discard", "waiting", "run", "scheme")
 
-    def __init__(self, core):
+    def __init__(self, core, scheme: str = "http"):
         self.core = core
+        self.scheme = scheme      # "https" on the server's TLS port
         self.transport = None
         self.buf = bytearray()
         self.t0 = 0.0
@@ -57,8 +58,12 @@ class Connection(asyncio.Protocol):
         self.cid = core.next_cid
         core.conns.add(self)
         # pause_writing() is then called whenever a write is not sent at once and
-        # resume_writing() when the buffer is empty: exact end-of-response times.
-        transport.set_write_buffer_limits(high=0, low=0)
+        # resume_writing() when the buffer is empty: exact end-of-response times. Not over TLS:
+        # asyncio's TLS transport reports its buffer drained late (up to the next read), which
+        # held back the next request and the log record by 100s of ms; there the default limits
+        # apply and a response is logged when it is handed to the TLS layer.
+        if self.scheme == "http":
+            transport.set_write_buffer_limits(high=0, low=0)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -94,7 +99,7 @@ class Connection(asyncio.Protocol):
         t1 = time.time()
         rec = self.core.record
         for p in self.pending:
-            rec(*p[:8], t1, p[8])
+            rec(*p[:8], t1, p[8], scheme=self.scheme)
         self.pending = []
 
     def data_received(self, data: bytes) -> None:
@@ -208,7 +213,8 @@ class Connection(asyncio.Protocol):
             self._send(405, response_head(405, HTML_TYPE, len(body), None, "Allow: GET, HEAD\r\n"),
                        body, keep, method, hs, target, rank)
             return
-        status, rhead, body = self.core.site.respond(hs, target)
+        moved = self.core.redirect_to_https(hs, target) if self.scheme == "http" else None
+        status, rhead, body = moved if moved is not None else self.core.site.respond(hs, target)
         if method == "HEAD" and type(body) is bytes:
             body = b""
         if self.core.latency > 0:
@@ -244,7 +250,7 @@ class Connection(asyncio.Protocol):
         if self.paused:
             self.pending.append(rec + (rank,))
         else:
-            core.record(*rec, time.time(), rank)
+            core.record(*rec, time.time(), rank, scheme=self.scheme)
         self.last = time.monotonic()
         if not keep:
             self.closing = True
@@ -371,7 +377,7 @@ class Connection(asyncio.Protocol):
             run.timer = None
         p = run.plan
         self.core.record(self.cid, run.req, run.method, run.host, run.target, p.status, run.sent, run.t0,
-                         time.time(), run.rank, p.note, end)
+                         time.time(), run.rank, p.note, end, scheme=self.scheme)
         self.last = time.monotonic()
         self.waiting = False
         if end == "stalled":

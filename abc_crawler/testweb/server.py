@@ -21,6 +21,12 @@ Usage::
 The access log has one JSON object per request, written when the response has
 been handed to the kernel completely (hostile responses: when they end), and
 is flushed every 0.5 s and when the server stops.
+
+TLS (for tests of https crawling): with ``tls=(certfile, keyfile)`` the server
+also listens on ``tls_port`` (0: a free port) and serves the same web over TLS
+there; with ``https_redirect`` every request on the plain port is answered with
+a ``301`` to the same host and target on the TLS port (``robots.txt``
+included), as sites that moved to https do.
 """
 from __future__ import annotations
 
@@ -29,6 +35,7 @@ import email.utils
 import ipaddress
 import json
 import os
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -57,8 +64,12 @@ class _Core:
     """The server proper; runs inside one asyncio event loop."""
 
     def __init__(self, site: WebSite, addr: str, port: int, access_log=None, idle_timeout: float = 60.0,
-                 latency: float = 0.0):
+                 latency: float = 0.0, tls=None, tls_port: int = 0, https_redirect: bool = False):
         self.site = site
+        self.tls = tls                 # (certfile, keyfile) or None
+        self.tls_port = tls_port
+        self.https_redirect = bool(https_redirect) and tls is not None
+        self.tls_server = None
         self.latency = latency     # seconds every response is held back (a server that takes time)
         self.addr, self.port = addr, port
         self.idle_timeout = idle_timeout
@@ -93,6 +104,19 @@ class _Core:
                 self.log.close()
             raise ServerError(f"cannot listen on {self.addr}:{self.port}: {exc.strerror or exc}") from None
         self.port = self.server.sockets[0].getsockname()[1]
+        if self.tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            try:
+                ctx.load_cert_chain(*self.tls)
+                self.tls_server = await loop.create_server(
+                    lambda: Connection(self, "https"), self.addr, self.tls_port, ssl=ctx, reuse_address=True,
+                    backlog=1024)
+            except (OSError, ssl.SSLError) as exc:
+                self.server.close()
+                if self.log:
+                    self.log.close()
+                raise ServerError(f"cannot serve TLS on {self.addr}:{self.tls_port}: {exc}") from None
+            self.tls_port = self.tls_server.sockets[0].getsockname()[1]
         self._tick()
 
     async def close(self) -> None:
@@ -100,6 +124,8 @@ class _Core:
             t.cancel()
         if self.server is not None:
             self.server.close()
+        if self.tls_server is not None:
+            self.tls_server.close()
         for c in list(self.conns):
             c.transport.close()
         deadline = time.monotonic() + 1.0
@@ -118,15 +144,26 @@ class _Core:
             self.log.close()
             self.log = None
 
-    def record(self, cid, req, method, host, target, status, nbytes, t0, t1, rank, note=None, end=None) -> None:
+    def record(self, cid, req, method, host, target, status, nbytes, t0, t1, rank, note=None, end=None,
+               scheme="http") -> None:
         self.requests += 1
         self.by_status[status] = self.by_status.get(status, 0) + 1
         if self.log:
             extra = "" if note is None else f', "hostile": {json.dumps(note)}, "end": {json.dumps(end)}'
             self.log.write(
-                f'{{"conn": {cid}, "req": {req}, "method": {json.dumps(method)}, '
+                f'{{"conn": {cid}, "req": {req}, "method": {json.dumps(method)}, "scheme": "{scheme}", '
                 f'"host": {json.dumps(host)}, "path": {json.dumps(target)}, "status": {status}, '
                 f'"bytes": {nbytes}, "t_start": {t0:.6f}, "t_end": {t1:.6f}, "rank": {rank}{extra}}}\n')
+
+    def redirect_to_https(self, host: str, target: str) -> tuple | None:
+        """The 301 to https of a request on the plain port (``https_redirect``), else None."""
+        if not self.https_redirect:
+            return None
+        from .responses import HTML_TYPE, response_head, status_body
+
+        netloc = host if self.tls_port == 443 else f"{host}:{self.tls_port}"
+        body = status_body(301)
+        return 301, response_head(301, HTML_TYPE, len(body), f"https://{netloc}{target}"), body
 
 
 def _new_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
@@ -153,8 +190,10 @@ class TestWebServer:
 
     def __init__(self, web_dir, addr: str = "127.0.0.1", port: int = 0, access_log=None, *,
                  max_seconds: float | None = None, idle_timeout: float = 60.0,
-                 cache_bytes: int = 256 << 20, use_uvloop: bool = False, latency: float = 0.0):
+                 cache_bytes: int = 256 << 20, use_uvloop: bool = False, latency: float = 0.0,
+                 tls=None, tls_port: int = 0, https_redirect: bool = False):
         self.addr = check_loopback(addr)
+        self.tls, self.tls_port, self.https_redirect = tls, int(tls_port), https_redirect
         self.latency = latency
         self.web_dir = Path(web_dir)
         self.port = int(port)
@@ -192,7 +231,8 @@ class TestWebServer:
             loop = _new_loop(self.use_uvloop)
             self._loop = loop
             asyncio.set_event_loop(loop)
-            core = _Core(site, self.addr, self.port, self.access_log, self.idle_timeout, self.latency)
+            core = _Core(site, self.addr, self.port, self.access_log, self.idle_timeout, self.latency,
+                         self.tls, self.tls_port, self.https_redirect)
             try:
                 loop.run_until_complete(core.start())
             except BaseException as exc:  # noqa: BLE001 - reported to the caller
@@ -203,6 +243,7 @@ class TestWebServer:
                 return
             self._core = core
             self.port = core.port
+            self.tls_port = core.tls_port
             if self.max_seconds is not None:
                 loop.call_later(self.max_seconds, loop.stop)
             ready.set()
@@ -261,11 +302,13 @@ class TestWebServer:
 
 def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: float | None = 3600.0,
                ready_file=None, idle_timeout: float = 60.0, use_uvloop: bool = False,
-               cache_bytes: int = 256 << 20, latency: float = 0.0) -> None:
+               cache_bytes: int = 256 << 20, latency: float = 0.0, tls=None, tls_port: int = 0,
+               https_redirect: bool = False) -> None:
     """Serve in the calling thread until SIGINT/SIGTERM or ``max_seconds``.
 
-    ``ready_file`` is written (atomically, JSON ``{"addr", "port", "pid"}``)
-    once the server listens.  Raises :class:`ServerError` if it cannot start.
+    ``ready_file`` is written (atomically, JSON ``{"addr", "port", "pid"}``, and
+    ``"tls_port"`` with ``tls``) once the server listens.  Raises
+    :class:`ServerError` if it cannot start.
     """
     import signal
 
@@ -273,7 +316,7 @@ def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: f
     site = WebSite(web_dir, cache_bytes)
     loop = _new_loop(use_uvloop)
     asyncio.set_event_loop(loop)
-    core = _Core(site, addr, port, access_log, idle_timeout, latency)
+    core = _Core(site, addr, port, access_log, idle_timeout, latency, tls, tls_port, https_redirect)
     try:
         loop.run_until_complete(core.start())
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -283,7 +326,10 @@ def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: f
         if ready_file:
             tmp = f"{ready_file}.tmp{os.getpid()}"
             with open(tmp, "w") as fh:
-                json.dump({"addr": addr, "port": core.port, "pid": os.getpid()}, fh)
+                ready = {"addr": addr, "port": core.port, "pid": os.getpid()}
+                if tls is not None:
+                    ready["tls_port"] = core.tls_port
+                json.dump(ready, fh)
                 fh.write("\n")
             os.replace(tmp, ready_file)
         loop.run_forever()

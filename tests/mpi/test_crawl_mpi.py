@@ -45,7 +45,8 @@ def _crawl_and_check(tmp_root: Path, *, hosts, pages, seed, extra=None):
     assert error is None, error
     try:
         values = {"seeds": str(web / "seeds.txt"), "resolve": str(web / "resolve.txt"),
-                  "session_dir": str(session), "politeness_delay": 0.0, "progress_seconds": 5.0}
+                  "session_dir": str(session), "politeness_delay": 0.0, "progress_seconds": 5.0,
+                  "test_rank_header": True}
         values.update(extra or {})
         cfg = CrawlConfig.build(values)
         status = run_crawl(cfg, Communicator(comm))

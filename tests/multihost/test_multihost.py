@@ -295,6 +295,7 @@ def test_clock_skew_on_one_host_no_two_ranks_on_one_host_at_once(sim, web, tmp_p
     log = tmp_path / "access.log"
     with serve(web, log, latency=0.003):
         r = sim.on("node1", f"{CRAWL} --session-dir sessions/k --politeness-delay 0 --phases on --phase-seconds 0.6 "
+                            "--test-rank-header "
                             "--phase-guard 0.05 --batch-urls 8 --test-clock-skew 2:0.25,3:0.25", timeout=240)
     _ok(r)
     time.sleep(0.1)
