@@ -3,7 +3,7 @@
 Keep-alive by default (HTTP/1.1; HTTP/1.0 with ``Connection: keep-alive``),
 ``Connection: close`` honoured, pipelined requests answered in order, GET and
 HEAD (other methods: 405; a chunked request body: 501; a head over 64 KiB:
-431), every plain response with ``Content-Length``. The virtual host is the
+431; ``FLUSH``: the test hook that flushes the access log, below), every plain response with ``Content-Length``. The virtual host is the
 ``Host`` header (case-insensitive, port ignored) or the host of an
 absolute-form request target. A :class:`~.responses.Plan` is sent by its
 transport (normal, drip, reset, stall), with backpressure: the transport's
@@ -13,11 +13,19 @@ body in 256 KiB writes and a slow reader never makes the server hold a
 
 The connection calls back into its server object (``core``): ``site``
 (a :class:`.routes.WebSite`), ``date`` (the current ``Date:`` header line),
-``latency``, ``conns``, ``next_cid`` and ``record(...)`` (one access-log line).
+``latency``, ``conns``, ``next_cid``, ``record(...)`` (one access-log line), ``conn_ended()``
+and ``flush_log(conn)``.
+
+``FLUSH / HTTP/1.1`` (any target and Host) is answered once every other connection has ended
+(at most 10 s) and the access log has been flushed: ``200`` with a JSON body ``{"log_bytes",
+"open", "requests", "time"}`` (the log's size, connections still open, requests logged, the
+server's ``time.time()``). It is neither logged nor counted, so a test reads the log of what
+came before it deterministically (a crawler sends only GET).
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import struct
 import time
@@ -68,6 +76,7 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self.core.conns.discard(self)
+        self.core.conn_ended()
         if self.pending:
             self._flush_pending()
         self.closing = True
@@ -203,6 +212,12 @@ class Connection(asyncio.Protocol):
             return
         if clen > 0:
             self.discard = clen
+        if method == "FLUSH":
+            # the test hook (docs/TESTWEB.md, "Reading the access log"): answered once every other
+            # connection has ended and the access log is flushed; never logged itself
+            self.waiting = True
+            asyncio.get_running_loop().create_task(self._flush_answer(keep))
+            return
         if method not in ("GET", "HEAD"):
             body = status_body(405)
             self._send(405, response_head(405, HTML_TYPE, len(body), None, "Allow: GET, HEAD\r\n"),
@@ -218,6 +233,24 @@ class Connection(asyncio.Protocol):
                                                   (status, rhead, body, keep, method, hs, target, rank))
             return
         self._send(status, rhead, body, keep, method, hs, target, rank)
+
+    async def _flush_answer(self, keep: bool) -> None:
+        info = await self.core.flush_log(self)
+        self.waiting = False
+        if self.closing:
+            return
+        body = (json.dumps(info) + "\n").encode()
+        head = response_head(200, "application/json", len(body))
+        self.transport.write(head + self.core.date + (b"Connection: keep-alive\r\n\r\n" if keep
+                                                      else b"Connection: close\r\n\r\n") + body)
+        self.last = time.monotonic()
+        if not keep:
+            self.closing = True
+            self.buf.clear()
+            self.transport.close()
+        elif self.buf and not self.paused:
+            self.t0 = time.time()
+            self._process()
 
     def _delayed(self, t0: float, args: tuple) -> None:
         self.waiting = False
