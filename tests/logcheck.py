@@ -14,6 +14,11 @@ saw, not what the crawler says it did.
   requests between two gaps of at least the rest, max(politeness delay, Crawl-delay)) holds at
   most ``batch-urls`` pages and, on a host that keeps its connections open, one connection: a
   batch started without its rest merges with the one before and breaks one of these.
+
+Gaps are measured from the server's ``t_write`` of the first request (taken before its response's
+last write: the client cannot have the response earlier) to its ``t_start`` of the next (taken
+after the request was read: the client sent it earlier): never more than the client's real gap, so
+a gap below a bound here is one in the crawler too, however loaded the machine.
 """
 from __future__ import annotations
 
@@ -111,11 +116,13 @@ def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: i
     ``delay``: the politeness delay expected; ``crawl_delays``: host name -> Crawl-delay;
     ``keep_alive_hosts``: hosts whose connections stay open (one batch, one connection).
     Failed attempts (:func:`failed_attempts`) are left out: their log times are when the server
-    got to a request the client had given up. Returns ``{"batches": n, "largest": n}``."""
+    got to a request the client had given up; so are requests answered with no byte (``t_write``
+    null: a stall or reset, no bound on when the client gave up). Returns ``{"batches": n,
+    "largest": n}``."""
     failed = failed_attempts(rows, port)
     seqs: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for i, r in enumerate(rows):
-        if r["rank"] >= 0 and i not in failed:
+        if r["rank"] >= 0 and i not in failed and r.get("t_write") is not None:
             seqs[(r["host"], r["rank"])].append(r)
     problems: list = []
     batches = largest = 0
@@ -126,7 +133,10 @@ def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: i
         pages = 1 if rs[0]["path"] != "/robots.txt" else 0
         batches += 1
         for a, b in zip(rs, rs[1:]):
-            gap = b["t_start"] - a["t_end"]
+            # an upper bound of the client's real gap: it sent b before the server read it (t_start) and
+            # had a's answer only after the server's last write of it began (t_write); t_end can be
+            # late by however long the server was descheduled after that write
+            gap = b["t_start"] - a["t_write"]
             where = (host, rank, a["path"], b["path"], round(gap, 4))
             if gap < -CLOCK_SLACK:
                 problems.append(("one rank with two requests to a host at once", where))

@@ -103,7 +103,7 @@ class Connection(asyncio.Protocol):
         t1 = time.time()
         rec = self.core.record
         for p in self.pending:
-            rec(*p[:8], t1, p[8])
+            rec(*p[:8], t1, p[8], tw=p[9])
         self.pending = []
 
     def data_received(self, data: bytes) -> None:
@@ -269,15 +269,19 @@ class Connection(asyncio.Protocol):
             return
         core = self.core
         tail = core.date + (b"Connection: keep-alive\r\n\r\n" if keep else b"Connection: close\r\n\r\n")
-        self.transport.write(rhead + tail + body if len(body) < 65536 else rhead + tail)
-        if len(body) >= 65536:
+        tw = time.time()        # before the last write: the client cannot have the response before it
+        if len(body) < 65536:
+            self.transport.write(rhead + tail + body)
+        else:
+            self.transport.write(rhead + tail)
+            tw = time.time()
             self.transport.write(body)
         rec = (self.cid, self.nreq, method, host, target, status, len(body), self.t0)
         self.nreq += 1
         if self.paused:
-            self.pending.append(rec + (rank,))
+            self.pending.append(rec + (rank, tw))
         else:
-            core.record(*rec, time.time(), rank)
+            core.record(*rec, time.time(), rank, tw=tw)
         self.last = time.monotonic()
         if not keep:
             self.closing = True
@@ -301,6 +305,7 @@ class Connection(asyncio.Protocol):
         if tr == "stall_nothing":
             run.timer = loop.call_later(float(o.get("stall_seconds", 60.0)), self._end_run, "stalled")
         elif tr == "stall_headers":
+            run.tw = time.time()
             self.transport.write(head)
             run.timer = loop.call_later(float(o.get("stall_seconds", 60.0)), self._end_run, "stalled")
         elif tr == "reset":
@@ -311,6 +316,7 @@ class Connection(asyncio.Protocol):
             if ra < 0:       # nothing at all: RST right after the request
                 run.timer = loop.call_later(float(o.get("reset_delay", 0.05)), self._rst)
                 return
+            run.tw = time.time()
             self.transport.write(head)
             run.it = plan.body_iter(ra) if has_body else iter(())
             self._pump()
@@ -320,9 +326,11 @@ class Connection(asyncio.Protocol):
                 run.pending = bytearray(head)
                 run.skip = len(head)
             else:
+                run.tw = time.time()
                 self.transport.write(head)
             self._drip_more(first=True)
         else:
+            run.tw = time.time()
             self.transport.write(head)
             run.it = plan.body_iter() if has_body else iter(())
             self._pump()
@@ -343,6 +351,7 @@ class Connection(asyncio.Protocol):
                 self._body_done()
                 return
             run.sent += len(chunk)
+            run.tw = time.time()
             write(chunk)
         self.last = time.monotonic()
 
@@ -372,6 +381,7 @@ class Connection(asyncio.Protocol):
             if not piece:
                 self._end_run("done")
                 return
+            run.tw = time.time()
             self.transport.write(piece)
             run.dripped += len(piece)
             run.sent = max(0, run.dripped - run.skip)
@@ -404,7 +414,7 @@ class Connection(asyncio.Protocol):
             run.timer = None
         p = run.plan
         self.core.record(self.cid, run.req, run.method, run.host, run.target, p.status, run.sent, run.t0,
-                         time.time(), run.rank, p.note, end)
+                         time.time(), run.rank, p.note, end, tw=run.tw)
         self.last = time.monotonic()
         self.waiting = False
         if end == "stalled":
@@ -429,7 +439,7 @@ class _Run:
     """A Plan being sent on one connection."""
 
     __slots__ = ("plan", "keep", "method", "host", "target", "rank", "t0", "req", "it", "src", "sent", "timer",
-                 "pending", "skip", "dripped")
+                 "pending", "skip", "dripped", "tw")
 
     def __init__(self, plan, keep, method, host, target, rank, t0, req):
         self.plan, self.keep, self.method, self.host, self.target = plan, keep, method, host, target
@@ -439,5 +449,6 @@ class _Run:
         self.sent = 0          # body bytes handed to the socket
         self.timer = None
         self.pending = bytearray()
+        self.tw = None         # time.time() before the last write of a response byte (None: none yet)
         self.skip = 0          # header bytes at the front of a dripped stream
         self.dripped = 0

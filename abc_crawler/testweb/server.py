@@ -171,15 +171,18 @@ class _Core:
             self.log.close()
             self.log = None
 
-    def record(self, cid, req, method, host, target, status, nbytes, t0, t1, rank, note=None, end=None) -> None:
+    def record(self, cid, req, method, host, target, status, nbytes, t0, t1, rank, note=None, end=None, *,
+               tw=None) -> None:
         self.requests += 1
         self.by_status[status] = self.by_status.get(status, 0) + 1
         if self.log:
             extra = "" if note is None else f', "hostile": {json.dumps(note)}, "end": {json.dumps(end)}'
+            t_write = "null" if tw is None else f"{tw:.6f}"
             self.log.write(
                 f'{{"conn": {cid}, "req": {req}, "method": {json.dumps(method)}, '
                 f'"host": {json.dumps(host)}, "path": {json.dumps(target)}, "status": {status}, '
-                f'"bytes": {nbytes}, "t_start": {t0:.6f}, "t_end": {t1:.6f}, "rank": {rank}{extra}}}\n')
+                f'"bytes": {nbytes}, "t_start": {t0:.6f}, "t_write": {t_write}, "t_end": {t1:.6f}, '
+                f'"rank": {rank}{extra}}}\n')
 
 
 def _new_loop(use_uvloop: bool) -> asyncio.AbstractEventLoop:
