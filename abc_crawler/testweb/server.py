@@ -293,11 +293,18 @@ class TestWebServer:
         return self._stopped.wait(timeout)
 
     def reload(self) -> None:
-        """Re-read routes.json and sites/ (e.g. after generating a web for ``.port``)."""
+        """Re-read routes.json and sites/ (e.g. after generating a web for ``.port``); the new site
+        answers every request read after this returns."""
         site = WebSite(self.web_dir, self.cache_bytes)
         if self._loop is not None and self._core is not None:
             core = self._core
-            self._loop.call_soon_threadsafe(setattr, core, "site", site)
+            done = threading.Event()
+
+            def swap() -> None:
+                core.site = site
+                done.set()
+            self._loop.call_soon_threadsafe(swap)
+            done.wait(30)
 
     def flush(self, wait: float = FLUSH_WAIT) -> dict:
         """Flush the access log once every connection has ended (at most ``wait`` s): what a FLUSH

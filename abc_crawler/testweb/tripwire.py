@@ -125,12 +125,24 @@ class Tripwire:
                 if not chunk:
                     break
                 data += chunk
+            while len(data) < self.read_bytes:     # what has arrived already, also once stopped
+                chunk = conn.recv(self.read_bytes - len(data))
+                if not chunk:
+                    break
+                data += chunk
         except OSError:
             pass
         finally:
             conn.close()
         with self._lock:
             hit["data"] = data
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the listener has stopped (``stop()`` or ``max_seconds``); True if it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
 
     def stop(self) -> None:
         self._stop.set()
