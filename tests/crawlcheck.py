@@ -2,7 +2,12 @@
 
 Every check recomputes from the session's own files (graph.npz, exchange.npz,
 WARC files) and the generator's manifest; nothing is taken from stats.json
-without being recomputed.
+without being recomputed. And what the crawler says it did is checked against
+what the server saw and sent: every WARC record read back (digests) and compared
+byte for byte with the server's bytes (tests/warccheck.py), and the server's
+access log of the crawl (tests/logcheck.py: each page answered once, the
+politeness rests), read after a FLUSH request (``serve()``: ``mark()``/``rows()``).
+The controls that show each check can fail are in tests/test_check_controls.py.
 """
 from __future__ import annotations
 

@@ -117,16 +117,20 @@ def test_the_copy_itself_passes(web, polite, tmp_path):
     check_session(web, s, rows)
 
 
-def test_control_a_body_cut_short_with_its_digests_made_right_is_caught(web, polite, tmp_path):
+def _caught(web, polite, tmp_path, change, match) -> None:
+    """``change`` applied to a copy of the polite session's WARC file makes check_session fail."""
     session, rows = polite
     s, path = _copy(session, tmp_path)
+    _rewrite(path, change)
+    with pytest.raises(AssertionError, match=match):
+        check_session(web, s, rows)
 
+
+def test_control_a_body_cut_short_with_its_digests_made_right_is_caught(web, polite, tmp_path):
     def cut(recs):
         i = _responses(recs)[3]
         recs[i] = (recs[i][0], recs[i][1][:-100])
-    _rewrite(path, cut)
-    with pytest.raises(AssertionError, match="body differs"):
-        check_session(web, s, rows)
+    _caught(web, polite, tmp_path, cut, "body differs")
 
 
 def test_control_a_body_cut_short_breaks_the_digest_warcio_checks(web, polite, tmp_path):
@@ -143,37 +147,24 @@ def test_control_a_body_cut_short_breaks_the_digest_warcio_checks(web, polite, t
 
 
 def test_control_bodies_swapped_between_two_records_are_caught(web, polite, tmp_path):
-    session, rows = polite
-    s, path = _copy(session, tmp_path)
-
     def swap(recs):
         i, j = _responses(recs)[2:4]
         (hi, bi), (hj, bj) = recs[i], recs[j]
         head_i, head_j = bi[:bi.index(b"\r\n\r\n") + 4], bj[:bj.index(b"\r\n\r\n") + 4]
         recs[i] = (hi, head_i + bj[len(head_j):])
         recs[j] = (hj, head_j + bi[len(head_i):])
-    _rewrite(path, swap)
-    with pytest.raises(AssertionError, match="body differs"):
-        check_session(web, s, rows)
+    _caught(web, polite, tmp_path, swap, "body differs")
 
 
 def test_control_a_changed_head_is_caught(web, polite, tmp_path):
-    session, rows = polite
-    s, path = _copy(session, tmp_path)
-
     def retype(recs):
         i = _responses(recs)[1]
         recs[i] = (recs[i][0], recs[i][1].replace(b"Content-Type: text/html", b"Content-Type: text/plain", 1))
-    _rewrite(path, retype)
-    with pytest.raises(AssertionError, match="head differs"):
-        check_session(web, s, rows)
+    _caught(web, polite, tmp_path, retype, "head differs")
 
 
 @pytest.mark.parametrize("how", ["date", "digest"])
 def test_control_a_revisit_pointing_at_no_stored_record_is_caught(web, polite, tmp_path, how):
-    session, rows = polite
-    s, path = _copy(session, tmp_path)
-
     def point_away(recs):
         i = next(k for k, (h, _) in enumerate(recs) if h["WARC-Type"] == "revisit")
         h = dict(recs[i][0])
@@ -184,9 +175,7 @@ def test_control_a_revisit_pointing_at_no_stored_record_is_caught(web, polite, t
                          and hh["WARC-Payload-Digest"] != h["WARC-Payload-Digest"])
             h["WARC-Payload-Digest"] = other
         recs[i] = (h, recs[i][1])
-    _rewrite(path, point_away)
-    with pytest.raises(AssertionError, match="revisit refers to no earlier response"):
-        check_session(web, s, rows)
+    _caught(web, polite, tmp_path, point_away, "revisit refers to no earlier response")
 
 
 # -- log controls: each page answered once ---------------------------------------------------------

@@ -53,12 +53,8 @@ def flush_request(addr: str, port: int, timeout: float = FLUSH_WAIT + 20) -> dic
 
     with socket.create_connection((addr, port), timeout=timeout) as s:
         s.sendall(b"FLUSH / HTTP/1.1\r\nHost: abc-testweb\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        with s.makefile("rb") as fh:
+            data = fh.read()                  # up to the close (Connection: close)
     head, _, body = data.partition(b"\r\n\r\n")
     if not head.startswith(b"HTTP/1.1 200"):
         raise ServerError(f"FLUSH to {addr}:{port} answered {head[:40]!r}")
