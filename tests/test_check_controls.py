@@ -270,8 +270,9 @@ def test_control_one_rank_twice_at_once_and_a_new_connection_inside_a_batch_are_
     cd_hosts = {h.split(":")[0] for h, v in m["robots"].items() if v["crawl_delay"]}
     a, b = next((ks[i], ks[i + 1]) for (host, _, _), ks in by.items() if host not in cd_hosts
                 for i in range(len(ks) - 1) if rows[ks[i + 1]]["t_start"] - rows[ks[i]]["t_write"] < 0.1)
-    overlap = list(rows)
-    overlap[b] = dict(rows[b], t_start=rows[a]["t_write"] - 0.001)
+    overlap = list(rows)                    # b sent 10 ms after a while a's answer took 50 ms
+    overlap[a] = dict(rows[a], t_write=rows[a]["t_start"] + 0.05, t_end=rows[a]["t_start"] + 0.05)
+    overlap[b] = dict(rows[b], t_start=rows[a]["t_start"] + 0.01)
     with pytest.raises(AssertionError, match="at once"):
         _politeness(web, session, overlap)
     moved = list(rows)
