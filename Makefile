@@ -40,8 +40,11 @@ test: $(STAMP) bytecode
 test-unit: $(STAMP) bytecode
 	$(PY) -m pytest -q -rs -p no:cacheprovider tests --ignore=tests/mpi
 
+# DEMO_ARGS: options of abc_crawler.demo (e.g. a smaller web: --hosts 6 --pages 200 --ranks 2); the
+# smoke test tests/test_demo.py runs this target so
+DEMO_ARGS ?=
 demo: $(STAMP) bytecode
-	PATH=$(abspath $(BIN)):$$PATH $(PY) -m abc_crawler.demo
+	PATH=$(abspath $(BIN)):$$PATH $(PY) -m abc_crawler.demo $(DEMO_ARGS)
 
 # What the scripts under bench/ need beyond the project: nginx on loopback (Debian's
 # nginx-light), Scrapy for P1 and py-spy for the profiles (the `bench` extra). The documentation packages of

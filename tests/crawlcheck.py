@@ -2,7 +2,12 @@
 
 Every check recomputes from the session's own files (graph.npz, exchange.npz,
 WARC files) and the generator's manifest; nothing is taken from stats.json
-without being recomputed.
+without being recomputed. And what the crawler says it did is checked against
+what the server saw and sent: every WARC record read back (digests) and compared
+byte for byte with the server's bytes (tests/warccheck.py), and the server's
+access log of the crawl (tests/logcheck.py: each page answered once, the
+politeness rests), read after a FLUSH request (``serve()``: ``mark()``/``rows()``).
+The controls that show each check can fail are in tests/test_check_controls.py.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ import numpy as np
 from abc_crawler.ownership import make_assignment
 from abc_crawler.session import load_graph
 from abc_crawler.urls import host_of
+from logcheck import row_url
 
 BIN = Path(sys.executable).parent
 MPIEXEC = str(BIN / "mpiexec")
@@ -40,16 +46,49 @@ def generate(out: Path, **kw) -> dict:
     return generate_web(out, port=free_port(), **kw)
 
 
+class Served:
+    """A running ``abc-testweb serve`` (:func:`serve`): its process, port and access log.
+
+    ``mark()`` before a crawl and ``rows(mark)`` after it give the log lines of that crawl: both
+    send a FLUSH request (docs/TESTWEB.md), answered once every other connection has ended and
+    the log is flushed, so nothing is read before the server wrote it and no sleep is needed."""
+
+    def __init__(self, proc: subprocess.Popen, port: int, log: Path):
+        self.proc, self.port, self.log = proc, port, log
+
+    def flush(self) -> dict:
+        from abc_crawler.testweb.server import flush_request
+        return flush_request("127.0.0.1", self.port)
+
+    def mark(self) -> int:
+        """The log's size now (every connection ended)."""
+        info = self.flush()
+        assert info["open"] == 0, f"connections still open: {info}"
+        return info["log_bytes"]
+
+    def rows(self, since: int = 0) -> list[dict]:
+        """The log lines written after ``mark()`` returned ``since``, once every connection ended."""
+        end = self.mark()
+        with open(self.log, "rb") as fh:
+            fh.seek(since)
+            data = fh.read(end - since)
+        return [json.loads(x) for x in data.decode().splitlines() if x.strip()]
+
+
 @contextlib.contextmanager
 def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600, latency: float = 0.0):
-    """Run ``abc-testweb serve`` in a subprocess (its own core) for the duration of the block."""
-    ready = web_dir / f".ready-{os.getpid()}-{time.monotonic_ns()}"
-    cmd = [str(BIN / "abc-testweb"), "serve", str(web_dir), "--max-seconds", str(max_seconds), "--ready-file", str(ready)]
-    if log is not None:
-        cmd += ["--access-log", str(log)]
+    """Run ``abc-testweb serve`` in a subprocess (its own core) for the duration of the block;
+    yields a :class:`Served`. The access log is always written (``log``, or a new file next to
+    ``web_dir``) and is complete once the block has ended (the server exited normally)."""
+    stamp = f"{os.getpid()}-{time.monotonic_ns()}"
+    ready = web_dir / f".ready-{stamp}"
+    log = Path(log) if log is not None else web_dir.parent / f"access-{web_dir.name}-{stamp}.log"
+    cmd = [str(BIN / "abc-testweb"), "serve", str(web_dir), "--max-seconds", str(max_seconds), "--ready-file",
+           str(ready), "--access-log", str(log)]
     if latency:
         cmd += ["--latency", str(latency)]
     proc = subprocess.Popen(cmd)
+    clean = False
     try:
         deadline = time.monotonic() + 20
         while not ready.exists():
@@ -58,14 +97,17 @@ def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600, latenc
             if time.monotonic() > deadline:
                 raise RuntimeError("test-web server did not start within 20 s")
             time.sleep(0.02)
-        yield proc
+        yield Served(proc, json.loads(ready.read_text())["port"], log)
+        clean = True
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    # SIGTERM: the server closes every connection and flushes the log, then exits 0
+    assert not clean or proc.returncode == 0, f"test-web server ended with {proc.returncode}: its log may be cut"
 
 
 def crawl_cli(ranks: int, web_dir: Path, session: Path, *extra: str, timeout: float = 180,
@@ -90,17 +132,26 @@ def read_log(path: Path) -> list[dict]:
 
 
 def warc_records(session: Path) -> dict[str, Counter]:
-    """URL → Counter of record types over every rank's WARC file."""
-    from warcio.archiveiterator import ArchiveIterator
+    """URL → Counter of record types over every rank's WARC file (digests checked by warcio)."""
+    from warccheck import read_session_warc
 
     out: dict[str, Counter] = defaultdict(Counter)
-    for f in sorted((session / "warc").glob("rank-*.warc.gz")):
-        with open(f, "rb") as fh:
-            for rec in ArchiveIterator(fh):
-                uri = rec.rec_headers.get_header("WARC-Target-URI")
-                if uri:
-                    out[uri][rec.rec_type] += 1
+    for rec in read_session_warc(session):
+        if rec.uri:
+            out[rec.uri][rec.type] += 1
     return out
+
+
+def _log_runs(log) -> list[list[dict]] | None:
+    """A log given to check_session as a path, the rows of one run, or a list of runs' rows."""
+    if log is None:
+        return None
+    if isinstance(log, (str, Path)):
+        return [read_log(Path(log))]
+    log = list(log)
+    if log and isinstance(log[0], list):
+        return log
+    return [log]
 
 
 def recompute_metrics(session: Path) -> dict:
@@ -136,8 +187,19 @@ def recompute_metrics(session: Path) -> dict:
             "storage_pct": imb(w_bytes), "request_pct": imb(w_req), "owners": owners, "graph": g}
 
 
-def check_session(web_dir: Path, session: Path, log: Path | None = None, complete: bool = True) -> dict:
-    """Assert a finished session is exactly right against the generator's truth; returns facts for more checks."""
+def check_session(web_dir: Path, session: Path, log=None, complete: bool = True, *,
+                  expect_delay: float | None = None, slot_bug: bool | None = None) -> dict:
+    """Assert a finished session is exactly right against the generator's truth and the server's log;
+    returns facts for more checks.
+
+    ``log``: the server's access log of the crawl (a path, its rows, or one list of rows per run
+    of a resumed session, in order); without it the checks of the log are skipped.
+    ``expect_delay``: the politeness delay the log is checked against (default: the session's).
+    ``slot_bug``: exempt gaps across a phase-slot boundary from the rests (default:
+    ``logcheck.SLOT_END_REST_BUG``, a known crawler bug).
+    """
+    from warccheck import check_warc_payloads, read_session_warc
+
     manifest = json.loads((web_dir / "manifest.json").read_text())
     exp = manifest["expected"]
     stats = json.loads((session / "stats.json").read_text())
@@ -167,14 +229,18 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
     req_idx = np.flatnonzero(g.url_rank >= 0)
     assert np.array_equal(g.url_rank[req_idx].astype(np.int64), m["owners"][req_idx])
     assert stats["overlap_pages"] == 0
-    # WARC: one response (or revisit) per URL that got an HTTP response, none for others
-    recs = warc_records(session)
+    # WARC: every record reads back with its digests; each stored head and payload is what the
+    # server sends for its URL, byte for byte; one response (or revisit) and one request per URL
+    # that got an HTTP response, none for others
+    warc = check_warc_payloads(web_dir, read_session_warc(session))
+    recs = warc["types"]
     answered = {g.urls[i] for i in req_idx if g.url_status[i] > 0}
     for url in answered:
         c = recs.get(url, Counter())
         assert c["response"] + c["revisit"] == 1, (url, c)
         assert c["request"] == 1, (url, c)
     assert set(recs) <= answered
+    assert sum(c["revisit"] for c in recs.values()) == stats["duplicates"]
     # metrics recomputed from files equal stats.json exactly
     ex = stats["exchange"]
     for key in ("volume_bytes", "messages_thesis", "messages_mpi", "wire_bytes"):
@@ -200,34 +266,123 @@ def check_session(web_dir: Path, session: Path, log: Path | None = None, complet
                                                          "unparsable_html", "redirect_limit"):
             assert stats["errors"].get(k, 0) == n, (k, n, stats["errors"].get(k))
     assert not any(k.startswith("internal_") for k in stats["errors"]), stats["errors"]
+    assert not any(g.kind_of(i).startswith("internal_") for i in range(len(g.urls))), "internal error in graph"
     if not hostile_hosts:
         assert g.n_nodes == len(nodes) and len(g.edge_src) == len(edges)
-    if log is not None:
-        rows = read_log(log)
-        disallowed = set(exp["disallowed"])
-        port = manifest["port"]
-        netloc = (lambda h: h if port == 80 else f"{h}:{port}")
-        hits = [r for r in rows if f"http://{netloc(r['host'])}{r['path']}" in disallowed]
-        assert not hits, hits[:3]
-        assert all(r["rank"] >= 0 for r in rows), "the crawl ran without --test-rank-header"
-        robots = Counter((r["host"], r["rank"]) for r in rows if r["path"] == "/robots.txt"
-                         and r["host"] not in hostile_hosts)
-        assert robots and max(robots.values()) == 1, robots.most_common(3)
-        served = {h.split(":")[0] for h in manifest["hosts"]} | hostile_hosts
-        assert {r["host"].split(":")[0] for r in rows} <= served
-    return {"stats": stats, "metrics": m, "manifest": manifest, "requested": requested,
-            "requested_all": requested_all, "records": recs}
+    runs = _log_runs(log)
+    facts = {"stats": stats, "metrics": m, "manifest": manifest, "requested": requested,
+             "requested_all": requested_all, "records": recs, "stored": warc["stored"]}
+    if runs is not None:
+        facts["log"] = check_log(web_dir, session, runs, manifest, stats, warc["stored"],
+                                 requested if complete else None, expect_delay, slot_bug)
+    return facts
+
+
+def check_log(web_dir: Path, session: Path, runs: list[list[dict]], manifest: dict, stats: dict,
+              stored: dict, requested: set[str] | None, expect_delay: float | None = None,
+              slot_bug: bool | None = None) -> dict:
+    """The session against the server's access log (tests/logcheck.py): nothing disallowed or
+    outside the served hosts, each page answered once, robots.txt once per host and rank, and the
+    politeness rests of every rank."""
+    from logcheck import SLOT_END_REST_BUG, check_once, check_politeness
+
+    exp = manifest["expected"]
+    port = manifest["port"]
+    hostile_hosts = {h.split(":")[0] for h in manifest.get("hostile_hosts", [])}
+    normal_hosts = {h.split(":")[0] for h in manifest["hosts"]}
+    rows = [r for run in runs for r in run]
+    assert all(r["rank"] >= 0 for r in rows), "the crawl ran without --test-rank-header"
+    disallowed = set(exp["disallowed"])
+    hits = [r for r in rows if row_url(r, port) in disallowed]
+    assert not hits, ("requests for pages robots.txt disallowed", hits[:3])
+    assert {r["host"].split(":")[0] for r in rows} <= normal_hosts | hostile_hosts
+    cuts = stats.get("slot_cuts", {}).get("total", 0)
+    once = check_once(runs, port, normal_hosts, stored, cuts + stats.get("retries", 0), requested)
+    if stats["stopped"] == "done":
+        # nothing was fetched that the session does not know of (a crawl stopped early may leave
+        # requests in flight that it drops, to ask again after a resume)
+        unknown = {row_url(r, port) for r in rows if r["path"] != "/robots.txt" and r["host"] in normal_hosts
+                   and r["rank"] >= 0}
+        g = load_graph(session)
+        unknown -= {g.urls[i] for i in np.flatnonzero(g.url_rank >= 0)}
+        assert not unknown, sorted(unknown)[:5]
+    cfg = json.loads((session / "manifest.json").read_text())["config"]
+    delay = cfg["politeness_delay"] if expect_delay is None else expect_delay
+    crawl_delays = {h.split(":")[0]: (v.get("crawl_delay") or 0.0) for h, v in manifest.get("robots", {}).items()}
+    if not cfg.get("robots", True):
+        crawl_delays = {}
+    slot_of = slot_clock(session, stats) if (SLOT_END_REST_BUG if slot_bug is None else slot_bug) else None
+    # the slot clock is the last run's (stats.json holds its warm-up origin); earlier runs' are unknown
+    polite = [check_politeness(run, port, delay=delay, batch_urls=cfg["batch_urls"], crawl_delays=crawl_delays,
+                               keep_alive_hosts=normal_hosts,
+                               slot_of=slot_of if slot_of is None or k == len(runs) - 1 else "unknown")
+              for k, run in enumerate(runs)]
+    return {"once": once, "politeness": polite}
+
+
+def slot_clock(session: Path, stats: dict):
+    """Shared time -> phase slot number of a session crawled with phase slots (None without)."""
+    from abc_crawler.phases import PhaseClock
+
+    p0 = stats["per_rank"][0]
+    if not p0.get("phases"):
+        return None
+    cfg = json.loads((session / "manifest.json").read_text())["config"]
+    pc = PhaseClock(0, stats["ranks"], p0["phases"], cfg["phase_seconds"], min(cfg["phase_guard"], 0.0),
+                    warmup=p0["phase_warmup"], origin=p0["phase_origin"])
+    return lambda t: pc.slot(t)[0]
+
+
+def url_outcomes(g) -> dict[str, str]:
+    """URL -> its outcome as the generator's hostile ``outcomes`` name it (abc_crawler/testweb/hostile.py):
+    ``node``, ``redirect``, the URL's kind in graph.npz, or ``not_requested``."""
+    nodes = set(g.node_url.tolist())
+    out = {}
+    for i, u in enumerate(g.urls):
+        if not u:
+            continue
+        k = g.kind_of(i)
+        if g.url_rank[i] < 0:
+            out[u] = k or "not_requested"
+        elif k:
+            out[u] = k
+        elif i in nodes:
+            out[u] = "node"
+        elif 300 <= g.url_status[i] < 400:
+            out[u] = "redirect"
+        else:
+            out[u] = f"status_{g.url_status[i]}"
+    return out
+
+
+def hostile_outcome_problems(manifest: dict, outcomes: dict[str, str]) -> list[tuple]:
+    """(mode, URL, outcome, expected) for every hostile URL whose outcome is not the mode's own
+    (the manifest's ``hostile[mode]["outcomes"]``; URLs not listed must not be requested, except on
+    hosts with an ``other_outcome``)."""
+    problems = []
+    for mode, h in manifest["hostile"].items():
+        want = h["outcomes"]
+        for url, w in want.items():
+            got = outcomes.get(url, "not_requested")
+            if got not in (w if isinstance(w, list) else [w]):
+                problems.append((mode, url, got, w))
+        prefix = f"http://{h['host']}/"
+        for url, got in outcomes.items():
+            if url.startswith(prefix) and url not in want and got != "not_requested":
+                if h["other_outcome"] is None or got != h["other_outcome"]:
+                    problems.append((mode, url, got, h["other_outcome"] or "not requested"))
+    return problems
 
 
 def host_overlaps(rows: list[dict]) -> int:
-    """Pairs of requests to one host from different ranks whose [t_start, t_end] intervals overlap.
-
-    The crawl must have sent its rank with every request (``--test-rank-header``): without it every
-    request would look like one rank's and no overlap could be seen."""
+    """Pairs of requests to one host from different ranks whose [t_start, t_write] intervals overlap:
+    each lies within the client's own [send, receive] of the request (t_start is taken after the
+    request was read, t_write before its answer's last write), so an overlap here is one between
+    the ranks, however late the server took its times."""
     by_host: dict[str, list[tuple[float, float, int]]] = defaultdict(list)
     assert all(r["rank"] >= 0 for r in rows), "requests without --test-rank-header"
     for r in rows:
-        by_host[r["host"]].append((r["t_start"], r["t_end"], r["rank"]))
+        by_host[r["host"]].append((r["t_start"], r.get("t_write") or r["t_start"], r["rank"]))
     n = 0
     for iv in by_host.values():
         iv.sort()

@@ -8,7 +8,6 @@ import math
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -144,13 +143,13 @@ def test_an_injected_crash_is_recorded_and_resume_completes_the_crawl(web, tmp_p
     log = tmp_path / f"crash-{where}.log"
     spec = "2:12" if where == "rank" else "kernels:12"
     failing = 2 if where == "rank" else 0
-    with serve(web, log, latency=0.003):
+    with serve(web, log, latency=0.003) as srv:
         cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
                "--session-dir", str(session), "--politeness-delay", "0.05", "--superstep-seconds", "0.1",
                "--checkpoint-seconds", "0.2", "--progress-seconds", "60", "--test-crash", spec]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        ended = time.time()
         assert r.returncode != 0, r.stderr[-3000:]
+        run1 = srv.rows()
         # the record: on the failing rank's disk (here the same disk as rank 0's)
         rec = (session / "errors" / f"rank-{failing:05d}.txt").read_text()
         assert f"rank: {failing}" in rec and "InjectedCrash" in rec and "Traceback" in rec
@@ -170,19 +169,20 @@ def test_an_injected_crash_is_recorded_and_resume_completes_the_crawl(web, tmp_p
                     pass
         ckpts = {p.name.split(".")[0] for p in (session / "checkpoint").glob("rank-*.ckpt")}
         assert ckpts == {f"rank-{k:05d}" for k in range(4)}
-        # resume: the crash is named, and the crawl completes with every page exactly once
-        # a hang guard, not a speed figure: the job must end once the record is written (the
-        # failing rank waits at most crash.ACK_SECONDS for rank 0), not sit in a collective
-        written = (session / "errors" / f"rank-{failing:05d}.txt").stat().st_mtime
-        assert ended - written < 30, f"the job took {ended - written:.1f} s to end after the crash record"
-        # the test hook is not carried into the resumed run (it would fail again)
+        # resume: the crash is named, and the crawl completes with every page exactly once.
+        # (A job that sat in a collective after the crash instead of ending would hit the 120 s
+        # timeout of the run above: that is the hang guard; how soon it ends is no test on a busy
+        # machine.) The test hook is not carried into the resumed run (it would fail again).
+        mark = srv.mark()
         r2 = subprocess.run([MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), "--resume", str(session)],
                             capture_output=True, text=True, timeout=180)
+        run2 = srv.rows(mark)
     assert r2.returncode == 0, r2.stderr[-3000:]
     assert f"resuming after a crash: rank {failing}" in r2.stderr
     manifest = json.loads((session / "manifest.json").read_text())
     assert manifest["stopped"] == "done" and manifest["resumed"][0]["after_crash"]["rank"] == failing
-    # every reachable page exactly once in the WARC files and the graph, metrics add up (the server
-    # log is not used: pages fetched after the last checkpoint are fetched again, by design)
-    facts = check_session(web, session)
+    # every reachable page exactly once in the WARC files and the graph, metrics add up; the server's
+    # log of both runs: pages fetched after the last checkpoint are fetched again (by design), the
+    # stored fetch is the last, nothing else twice
+    facts = check_session(web, session, [run1, run2])
     assert facts["stats"]["requests"] == len(facts["manifest"]["expected"]["requested"])

@@ -67,7 +67,12 @@ def _crawl(split_web, tmp_path, name, *extra):
         r = crawl_cli(K, web, session, "--assign", str(pv), *ARGS, *extra, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
     stats = json.loads((session / "stats.json").read_text())
-    return session, log, read_log(log), stats
+    return session, log, read_log(log), stats       # the log is complete: the server has exited
+
+
+@pytest.fixture(scope="module")
+def handover(split_web, tmp_path_factory):
+    return _crawl(split_web, tmp_path_factory.mktemp("handover"), "handover")
 
 
 #: a link found on a page reaches its owner with the next exchange and the owner announces its
@@ -106,11 +111,11 @@ def _idle_slots(rows, session, host):
     return idle, queued
 
 
-def test_a_split_host_is_fetched_in_every_slot_and_never_by_two_ranks(split_web, tmp_path):
+def test_a_split_host_is_fetched_in_every_slot_and_never_by_two_ranks(split_web, handover):
     web, pv, big = split_web
-    session, log, rows, stats = _crawl(split_web, tmp_path, "handover")
+    session, log, rows, stats = handover
     assert host_overlaps(rows) == 0
-    check_session(web, session, log)                  # every page exactly once
+    check_session(web, session, rows)                 # every page exactly once, the rests (but the known bug)
     idle, total = _idle_slots(rows, session, big)
     assert total >= 5, total                          # the host had work queued in several slots
     assert idle == 0, (idle, total)
@@ -127,6 +132,20 @@ def test_a_split_host_is_fetched_in_every_slot_and_never_by_two_ranks(split_web,
     assert mine and mine[0]["requests"] == len({r["path"] for r in rows if r["host"].split(":")[0] == name
                                                 and r["path"] not in ("/robots.txt", "/sitemap.xml")})
     assert all(k in per_rank[0] for k in ("idle_slot_s", "idle_rest_s", "idle_empty_s", "exchange_s"))
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "KNOWN CRAWLER BUG (issue 19): a batch cut at its phase slot's end takes no politeness rest "
+    "(crawl/fetching.py BatchRunner.advance: frontier.finish(..., 0.0)); rank 0, holding the big host "
+    "in consecutive slots by the hand-over, starts its next batch at once: > batch-urls requests within "
+    "the 0.05 s rest (tests/logcheck.py SLOT_END_REST_BUG)"))
+def test_a_rank_holding_consecutive_slots_keeps_its_rests(split_web, handover):
+    """Here rank 0 holds the big host in about every slot (its own and rank 2's, handed over):
+    each batch cut at a slot's end must still be followed by the politeness rest before its next."""
+    web, pv, big = split_web
+    session, log, rows, stats = handover
+    facts = check_session(web, session, rows, slot_bug=False)
+    assert facts["log"]["politeness"][0]["slot_exempt"] == 0
 
 
 def test_control_without_handover_leaves_slots_idle(split_web, tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 from abc_crawler.ownership import HashAssignment, PartvecAssignment, SiteHashAssignment
 from abc_crawler.partition.partvec import make_partvec
 from abc_crawler.session import SessionGraph
-from crawlcheck import crawl_cli, generate, serve
+from crawlcheck import check_session, crawl_cli, generate, serve
 
 URLS = ["http://a.test/1", "http://a.test/2", "http://b.test/1", "http://b.test/2", "http://c.test/"]
 
@@ -48,11 +48,13 @@ def test_one_rank_runs_without_phases_under_auto(tmp_path):
     """With one rank nobody else can contact a host: auto turns phases (and their guard bands) off."""
     web = tmp_path / "web"
     generate(web, n_hosts=5, n_pages=60, seed=3)
-    with serve(web, max_seconds=120):
+    with serve(web, max_seconds=120) as srv:
         for mode, expect in (("auto", 0), ("on", 1)):
             s = tmp_path / f"s-{mode}"
+            mark = srv.mark()
             r = crawl_cli(1, web, s, "--no-stats", "--phases", mode, "--phase-seconds", "0.2", timeout=120)
             assert r.returncode == 0, r.stderr
             stats = json.loads((s / "stats.json").read_text())
             assert [p["phases"] for p in stats["per_rank"]] == [expect]
             assert stats["pages_crawled"] > 50
+            check_session(web, s, srv.rows(mark))

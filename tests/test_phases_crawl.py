@@ -3,7 +3,6 @@ hosts' pages are spread over all ranks (URL-hash assignment)."""
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter, defaultdict
 
 import pytest
@@ -27,8 +26,7 @@ def _crawl(web, tmp_path, name, *args):
     with serve(web, log, latency=0.003):
         r = crawl_cli(4, web, session, *args, timeout=240)
     assert r.returncode == 0, r.stderr[-3000:]
-    time.sleep(0.1)
-    return session, read_log(log), log
+    return session, read_log(log), log              # complete: the server has exited
 
 
 def test_phases_on_no_two_ranks_on_one_host_at_once(web, tmp_path):
@@ -75,9 +73,14 @@ def test_phases_off_the_log_shows_overlaps(web, tmp_path):
 def test_injected_clock_offset_is_recovered_and_slots_stay_disjoint(web, tmp_path):
     session, rows, log = _crawl(web, tmp_path, "skew", *PHASE_ARGS, "--test-clock-skew", "2:0.25")
     stats = json.loads((session / "stats.json").read_text())
-    est = stats["per_rank"][2]["clock_offset_s"]
-    assert abs(est - (-0.25)) <= 0.005, est
-    assert all(abs(p["clock_offset_s"]) <= 0.005 for p in stats["per_rank"] if p["rank"] != 2)
+    # the ranks share one clock here, so the true offset is -0.25 s on rank 2 and 0 elsewhere; an
+    # NTP-style estimate is within half the round trip of the sample it came from (recorded with it),
+    # however slow the machine made that round trip: no fixed tolerance
+    for p in stats["per_rank"]:
+        truth = -0.25 if p["rank"] == 2 else 0.0
+        assert abs(p["clock_offset_s"] - truth) <= p["clock_rtt_s"] / 2 + 1e-6, p
+    # and the estimate is not vacuous: the skew is recovered, not lost in the round trip
+    assert stats["per_rank"][2]["clock_rtt_s"] < 0.25, stats["per_rank"][2]
     assert host_overlaps(rows) == 0
     check_session(web, session, log)
 
@@ -105,16 +108,18 @@ def test_a_page_longer_than_a_slot_fails_instead_of_holding_the_crawl(tmp_path):
     d = tmp_path / "slow"
     generate(d, n_hosts=3, n_pages=12, seed=4)
     session = tmp_path / "s"
-    t = time.monotonic()
-    with serve(d, latency=0.3, max_seconds=120):
+    with serve(d, latency=0.3, max_seconds=120) as srv:
         r = crawl_cli(2, d, session, "--phase-seconds", "0.2", "--max-slot-cuts", "2", "--max-retries", "1",
                       "--retry-backoff-seconds", "0.2", "--no-robots", "--no-stats", "--time-limit", "90",
                       timeout=120)
+        rows = srv.rows()
     assert r.returncode == 0, r.stderr[-3000:]
-    assert time.monotonic() - t < 80                     # a hang guard, not a speed figure
     stats = json.loads((session / "stats.json").read_text())
     seeds = len([ln for ln in (d / "seeds.txt").read_text().split() if ln])
+    # the crawl ended by itself ("done", not "time-limit"): the slow pages did not hold it
     assert stats["stopped"] == "done"
+    # the server's log: every page asked again was a failed attempt the crawler counted
+    check_session(d, session, rows, complete=False)
     # each seed: 2 counted cuts, a retry, 2 counted cuts, failed
     assert stats["errors"]["slot_too_short"] == seeds and stats["errors"]["retried_slot_too_short"] == seeds
     assert stats["requests"] == 2 * seeds and stats["retries"] == seeds

@@ -82,18 +82,22 @@ def web(tmp_path_factory):
 def cycle(web, tmp_path_factory):
     root = tmp_path_factory.mktemp("cycle")
     s1, s2 = root / "s1", root / "s2"
-    with serve(web):
+    with serve(web) as srv:
         _ok(crawl_cli(K, web, s1, "--phases", "off"))
+        log1 = srv.rows()
         rp = subprocess.run([str(BIN / "abc-repartition"), str(s1), "--parts", str(K), "--model", "page-gp"],
                             capture_output=True, text=True, timeout=120)
         _ok(rp)
+        mark = srv.mark()
         _ok(crawl_cli(K, web, s2, "--assign", str(s1 / "partvec.npz"), "--phase-seconds", "0.5"))
-    return {"s1": s1, "s2": s2, "pv": load_partvec(s1 / "partvec.npz"), "repartition": rp}
+        log2 = srv.rows(mark)
+    return {"s1": s1, "s2": s2, "pv": load_partvec(s1 / "partvec.npz"), "repartition": rp, "log1": log1,
+            "log2": log2}
 
 
 def test_session2_meets_the_stored_prediction_exactly(web, cycle):
-    f1 = check_session(web, cycle["s1"])
-    f2 = check_session(web, cycle["s2"])
+    f1 = check_session(web, cycle["s1"], cycle["log1"])
+    f2 = check_session(web, cycle["s2"], cycle["log2"])
     assert f1["requested"] == f2["requested"]                       # the same crawled set
     st1, st2 = f1["stats"], f2["stats"]
     assert st1["overlap_pages"] == 0 and st2["overlap_pages"] == 0
@@ -159,9 +163,10 @@ def test_vector_for_4_ranks_is_refused_at_2_ranks_unless_remap(web, cycle, tmp_p
     assert "made for 4 ranks" in lines[0] and "--remap" in lines[0]
     assert not (refused / "manifest.json").exists()
     s = tmp_path / "remapped"
-    with serve(web):
+    with serve(web) as srv:
         _ok(crawl_cli(2, web, s, "--assign", str(pv_path), "--remap", "--phases", "off"))
-    facts = check_session(web, s)                  # owners recomputed with make_assignment(..., remap=True)
+        rows = srv.rows()
+    facts = check_session(web, s, rows)            # owners recomputed with make_assignment(..., remap=True)
     assert facts["requested"] == check_session(web, cycle["s1"])["requested"]
     # exactly what the remapped vector predicts on session 1's graph
     g1 = load_graph(cycle["s1"])
@@ -289,9 +294,10 @@ def test_changed_web_crawls_correctly_with_the_old_vector(web, cycle, tmp_path):
     assert set(old["nodes"]) - set(ch["manifest"]["expected"]["nodes"])   # pages gone (now 404)
     assert exp - set(old["requested"])                                      # pages new
     s3 = tmp_path / "s3"
-    with serve(web2):                                     # same port: the first web is not being served
+    with serve(web2) as srv:                              # same port: the first web is not being served
         _ok(crawl_cli(K, web2, s3, "--assign", str(cycle["s1"] / "partvec.npz"), "--phases", "off"))
-    facts = check_session(web2, s3)                       # exactly the new web, no overlap, metrics recomputed
+        rows = srv.rows()
+    facts = check_session(web2, s3, rows)                 # exactly the new web, no overlap, metrics recomputed
     g = facts["metrics"]["graph"]
     pv = cycle["pv"]
     status = {g.urls[i]: int(g.url_status[i]) for i in np.flatnonzero(g.url_rank >= 0)}

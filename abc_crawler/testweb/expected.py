@@ -1,11 +1,15 @@
-"""What a correct crawl of a generated web requests and finds (the manifest's ``expected``)."""
+"""What a correct crawl of a generated web requests and finds (the manifest's ``expected``), and
+the bytes the embedded server sends for each URL (:class:`ServedBytes`, what a crawl must store)."""
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import deque
+from dataclasses import dataclass
 
 from .canonical import split_url
 
-__all__ = ["USER_AGENT", "robots_parsers", "compute_expected"]
+__all__ = ["USER_AGENT", "robots_parsers", "compute_expected", "ServedBytes", "Served", "session_counter"]
 
 #: The product token robots.txt rules are matched on (the crawler's).
 USER_AGENT = "abc-crawler"
@@ -97,3 +101,91 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
     if hostile:
         out["hostile_links"] = sorted(hostile_seen)
     return out
+
+
+@dataclass
+class Served:
+    """One response as the server sends it: ``head`` is the status line and headers up to the
+    ``Date`` line the connection adds (then ``Connection: keep-alive|close`` and the blank line);
+    ``keep`` says which; the body (``length`` bytes) comes from :meth:`body`."""
+
+    status: int
+    head: bytes
+    keep: bool
+    length: int
+    _data: bytes | None
+    _plan: object = None
+
+    def body(self) -> bytes:
+        if self._data is not None:
+            return self._data
+        return b"".join(bytes(c) for c in self._plan.body_iter())
+
+    def wire_head(self, date_line: bytes) -> bytes:
+        """The whole head as sent, given its ``Date: ...\\r\\n`` line."""
+        return self.head + date_line + (b"Connection: keep-alive\r\n\r\n" if self.keep
+                                        else b"Connection: close\r\n\r\n")
+
+
+_SID = re.compile(rb"\?sid=([0-9a-f]{16})")
+
+
+def session_counter(prefix: str, sid: str, limit: int = 2_000_000) -> int | None:
+    """The session counter value before the page whose first link carries ``sid`` (the
+    ``session`` generator of :mod:`.dynamic` numbers its ids per server run), or None."""
+    for c in range(limit):
+        if hashlib.blake2b(f"{prefix}|{c + 1}".encode(), digest_size=8).hexdigest() == sid:
+            return c
+    return None
+
+
+class ServedBytes:
+    """What the embedded server sends for the URLs of a web directory: its routes (routes.json,
+    ``sites/``, hostile ``modes``; ``docs/TESTWEB.md``) answered by a :class:`.routes.WebSite`
+    of its own, so a test compares what a crawl stored with what the server sent, byte for byte.
+
+    Two answers depend on the server's history, and :meth:`response` takes it into account:
+    ``fail_first`` routes answer their failure status to the first requests of a URL (pass the
+    status stored), ``session`` pages number their session ids per server run (pass the body
+    stored: the counter is found from its first id). Hostile transports (drip, reset, stall) send
+    less than their response: a crawler must not store them as complete.
+    """
+
+    def __init__(self, web_dir):
+        from .routes import WebSite
+        self.site = WebSite(web_dir, cache_bytes=0)
+
+    def response(self, host: str, target: str, status: int | None = None, stored: bytes | None = None) -> Served:
+        """The response to ``GET target`` with ``Host: host`` (the name without port); with
+        ``status``: the first of the server's successive answers that has it (``fail_first``)."""
+        site = self.site
+        site.hits.pop((host, target), None)
+        if stored is not None:
+            self._session_state(host, target, stored)
+        first = None
+        for _ in range(16):
+            st, head, body = site.respond(host, target)
+            if first is None:
+                first = (st, head, body)
+            if status is None or st == status:
+                break
+        else:
+            st, head, body = first
+        if isinstance(body, bytes):
+            return Served(st, head, True, len(body), body)
+        return Served(st, body.head, bool(body.sized), body.length, body.data, body)
+
+    def _session_state(self, host: str, target: str, stored: bytes) -> None:
+        mode = self.site.modes.get(host)
+        if not mode:
+            return
+        path = target.split("?", 1)[0]
+        for prefix, route in mode["prefix"]:
+            if route.get("dynamic") == "session" and path.startswith(prefix):
+                m = _SID.search(stored)
+                if m is not None:
+                    p = str(route.get("prefix", "/s/"))
+                    c = session_counter(p, m.group(1).decode())
+                    if c is not None:
+                        self.site.ctx[("session", p)] = c
+                return

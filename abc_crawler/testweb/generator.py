@@ -946,6 +946,8 @@ def _add_hostile(g: "_Gen", hspec: dict, manifest: dict, routes_doc: dict, sites
             "bounded": h.bounded,
             "out_of_scope_links": h.out_of_scope,
             "never_contacted": h.never_contacted,
+            "outcomes": {h.url(x): o for x, o in sorted(h.outcomes.items())},
+            "other_outcome": h.other_outcome,
             "facts": h.extra,
         }
     never = sorted({(a, int(p)) for h in hh for a, p in h.never_contacted})

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 from .dynamic import MiB, bomb_bytes, calendar_neighbours, nested_page
 
-__all__ = ["HOSTILE_MODES", "HostileHost", "hostile_spec", "build_hostile", "trip_defaults"]
+__all__ = ["HOSTILE_MODES", "HostileHost", "hostile_spec", "build_hostile", "trip_defaults", "OUTCOMES",
+           "ABC_MAX_REDIRECTS"]
+
+#: what a URL's outcome is named in ``HostileHost.outcomes``: ``node`` (200, parsed as HTML),
+#: ``redirect`` (a 3xx whose Location was taken as a link), or the URL's kind in the session's
+#: graph.npz (``docs/SESSION_FORMAT.md``: ``http_5xx``, ``timeout``, ``robots_unavailable`` ...)
+OUTCOMES = ("node", "redirect")
+#: ABC's default --max-redirects, which ``redirect_chain``'s outcomes assume
+ABC_MAX_REDIRECTS = 10
 
 LEAF = {"status": 200, "dynamic": "leaf"}
 HTML = "text/html; charset=utf-8"
@@ -125,6 +133,11 @@ class HostileHost:
     extra: dict = field(default_factory=dict)     # more facts for the manifest
     out_of_scope: list[str] = field(default_factory=list)    # canonical http(s) URLs it must not fetch
     never_contacted: list = field(default_factory=list)      # [addr, port] no connection may reach
+    # ABC's exact outcome per URL (path -> an OUTCOMES name or a graph.npz kind; a list where the
+    # transport may give either); a URL of the host not listed is never requested by ABC, except on
+    # hosts with ``other_outcome`` (traps, many links), where each other URL requested has that outcome
+    outcomes: dict = field(default_factory=dict)
+    other_outcome: str | None = None
 
     def url(self, path: str) -> str:
         return f"http://{self.netloc}{path}"
@@ -157,6 +170,7 @@ def _status(h: HostileHost, status: int, retry: bool) -> None:
     h.entries = ["/", "/page.html"]
     h.requested = list(h.entries)
     h.errors = [f"http_{status // 100}xx"]
+    h.outcomes = {p: f"http_{status // 100}xx" for p in h.entries}
     h.extra = {"status": status, "retry_after": ra if retry else None}
     h.expect = (f"every URL but /robots.txt (404) answers {status}"
                 + (f" with Retry-After: {ra}" if retry else " without Retry-After")
@@ -175,6 +189,7 @@ def _flaky(h: HostileHost) -> None:
     h.requested = ["/"]
     h.either = ["/p1.html", "/p2.html"]
     h.errors = ["http_5xx"]
+    h.outcomes = {p: "node" for p in ("/", "/p1.html", "/p2.html")}    # ABC retries 503 (--max-retries 2)
     h.expect = (f"each URL answers 503 with Retry-After: {ra} to its first {n} requests (counted per URL"
                 f" since the server started), then its real page; a crawler that retries 5xx (at least {n}"
                 f" retries, {n + 1} attempts, honouring Retry-After) gets / (200) and then /p1.html and"
@@ -189,6 +204,7 @@ def _reset(h: HostileHost) -> None:
     h.entries = ["/", "/no-response.html"]
     h.requested = list(h.entries)
     h.errors = ["recv_error", "partial_body", "empty_reply"]
+    h.outcomes = {"/": "recv_error", "/no-response.html": "recv_error"}   # curl: ECONNRESET on recv
     h.extra = {"content_length": size, "reset_after": ra}
     h.expect = (f"/ sends headers with Content-Length: {size}, {ra} body bytes, then a TCP RST;"
                 " /no-response.html answers nothing and resets the connection: a correct crawler counts a"
@@ -208,6 +224,7 @@ def _drip(h: HostileHost) -> None:
     h.entries = ["/", "/headers.html"]
     h.requested = list(h.entries)
     h.errors = ["timeout"]
+    h.outcomes = {p: "timeout" for p in h.entries}
     body = len(h.files["drip.html"])
     h.extra = {"body_bytes": body, "drip_bytes": nb, "drip_interval": iv, "seconds_to_finish": body / nb * iv}
     h.expect = (f"/ sends its headers at once, then {nb} body bytes every {iv} s ({body} bytes: about"
@@ -222,6 +239,7 @@ def _stall(h: HostileHost) -> None:
     h.entries = ["/headers.html", "/nothing.html"]
     h.requested = list(h.entries)
     h.errors = ["timeout"]
+    h.outcomes = {p: "timeout" for p in h.entries}
     h.extra = {"stall_seconds": s}
     h.expect = (f"/headers.html sends the headers (Content-Length > 0) and then nothing; /nothing.html reads"
                 f" the request and sends nothing; the server drops both after {s:g} s: a correct crawler's"
@@ -235,6 +253,7 @@ def _redirect_loop(h: HostileHost) -> None:
     h.entries = ["/loop-a.html", "/self.html"]
     h.requested = ["/loop-a.html", "/loop-b.html", "/self.html"]
     h.errors = []
+    h.outcomes = {p: "redirect" for p in h.requested}
     h.expect = ("/loop-a.html -> /loop-b.html -> /loop-a.html and /self.html -> itself: each URL is requested"
                 " exactly once (a Location is a link like any other; the URL-seen set stops the loop); a"
                 " crawler that follows redirects itself must stop (too_many_redirects)")
@@ -252,6 +271,13 @@ def _redirect_chain(h: HostileHost) -> None:
     h.requested = [f"/hop/{i}.html" for i in range(sure)]
     h.either = [f"/hop/{i}.html" for i in range(sure, n)] + ["/end.html"]
     h.errors = ["redirect_limit", "too_many_redirects"]
+    # ABC (--max-redirects L, 10 by default) follows L hops: /hop/0 .. /hop/L-1 redirect, /hop/L is
+    # requested and its Location not followed (redirect_limit)
+    h.outcomes = {f"/hop/{i}.html": "redirect" for i in range(min(n, ABC_MAX_REDIRECTS))}
+    if n > ABC_MAX_REDIRECTS:
+        h.outcomes[f"/hop/{ABC_MAX_REDIRECTS}.html"] = "redirect_limit"
+    else:
+        h.outcomes["/end.html"] = "node"
     h.extra = {"hops": n, "chain": [f"/hop/{i}.html" for i in range(n)] + ["/end.html"]}
     h.expect = (f"a chain of {n} redirects (301/302/307/308, absolute and relative Locations) ending at"
                 f" /end.html (200): every crawler requests at least /hop/0.html .. /hop/{sure - 1}.html"
@@ -281,6 +307,7 @@ def _redirect_scheme(h: HostileHost, addr: str, port: int) -> None:
     h.entries = list(locs)
     h.requested = list(locs)
     h.errors = ["redirect_unsupported_scheme"]
+    h.outcomes = {p: "redirect" for p in locs}     # the 302 is final; its Location is counted, not fetched
     h.never_contacted = [[ta, tp]]
     h.extra = {"locations": locs}
     h.expect = ("each URL redirects to a non-http(s) scheme (file:, ftp:, gopher:, dict:, data:, javascript:;"
@@ -317,6 +344,7 @@ def _redirect_loopback(h: HostileHost, addr: str, port: int) -> None:
         h.routes[p] = {"status": 302, "location": loc}
     h.entries = list(locs)
     h.requested = list(locs)
+    h.outcomes = {p: "redirect" for p in locs}
     h.out_of_scope = sorted({c for _, c in locs.values()})
     h.never_contacted = [[ta, tp], [addr, op]]
     h.extra = {"locations": {p: loc for p, (loc, _) in locs.items()}}
@@ -334,6 +362,7 @@ def _bomb(h: HostileHost, kind: str) -> None:
     h.entries = ["/"]
     h.requested = ["/"]
     h.errors = ["decompression_bomb", "body_too_large", "bad_content_encoding", "unparsable_html"]
+    h.outcomes = {"/": "decompression_bomb"}     # stored as received, inflated for parsing up to the cap
     h.extra = {"content_encoding": kind, "wire_bytes": len(bomb_bytes(kind, n)), "inflated_bytes": n}
     h.expect = (f"/ answers Content-Encoding: {kind} even to 'Accept-Encoding: identity':"
                 f" {h.extra['wire_bytes']} bytes on the wire that inflate to {n} bytes; a correct crawler"
@@ -349,6 +378,7 @@ def _big(h: HostileHost) -> None:
     h.entries = ["/", "/unsized.html"]
     h.requested = list(h.entries)
     h.errors = ["body_too_large"]
+    h.outcomes = {p: "body_too_large" for p in h.entries}
     h.extra = {"body_bytes": n}
     h.expect = (f"/ declares Content-Length: {n} and streams it; /unsized.html streams {n} bytes without"
                 " Content-Length (the end is the close): a correct crawler refuses the first from its"
@@ -371,6 +401,8 @@ def _content_type(h: HostileHost) -> None:
     ]
     links = []
     h.requested = ["/"]
+    # ABC parses text/html only, whatever the case or parameters, and whatever the body
+    h.outcomes = {"/": "node"}
     for name, ctype, kind, fate in cases:
         path = f"/{name}.html"
         links.append(path)
@@ -392,9 +424,16 @@ def _content_type(h: HostileHost) -> None:
         h.files[f"ct/{name}.html"] = body
         h.routes[path] = {"status": 200, "type": ctype, "file": f"ct/{name}.html"}
         h.requested.append(path)
+        html = ctype is not None and ctype.split(";")[0].strip().lower() == "text/html"
+        h.outcomes[path] = ("unparsable_html" if kind == "empty" else "node") if html else "not_html"
         if fate is not None:
             h.routes[found] = LEAF
             {"yes": h.requested, "not": h.not_requested, "either": h.either}[fate].append(found)
+            if html:
+                h.outcomes[found] = "node"
+    # the JSON body parsed as HTML: its href \"/found/json.html\" is a link to /"/found/json.html/"
+    # (a WHATWG parser reads a backslash as a slash), which the server does not have
+    h.outcomes["/%22/found/json.html/%22"] = "http_4xx"
     _hub(h, links)
     h.entries = ["/"]
     h.errors = ["unparsable_html"]
@@ -429,6 +468,7 @@ def _charset(h: HostileHost) -> None:
                        "<!DOCTYPE html>\n<html><head><title>latin-1</title></head><body>\n<p>café</p>\n"
                        "<a href=\"/fr/café.html\">café</a>\n</body></html>\n".encode("latin-1"))
     h.requested = ["/"]
+    h.outcomes = {"/": "node"}
     for name, (ctype, body) in pages.items():
         h.files[f"cs/{name}.html"] = body
         h.routes[f"/{name}.html"] = {"status": 200, "type": ctype, "file": f"cs/{name}.html"}
@@ -442,6 +482,7 @@ def _charset(h: HostileHost) -> None:
     for p in good:
         h.routes[p] = LEAF
         h.requested.append(p)
+    h.outcomes.update({p: "node" for p in h.requested})
     # the cp1251 link read as latin-1 / windows-1252 (mojibake): the server answers 404
     h.not_requested = ["/ru/%C3%AF%C3%B0%C3%A8%C3%A2%C3%A5%C3%B2.html"]
     _hub(h, [f"/{n}.html" for n in pages])
@@ -464,6 +505,7 @@ def _nested(h: HostileHost) -> None:
     h.requested = ["/", "/nested.html", "/before.html"]
     h.either = ["/deep.html", "/after.html"]
     h.errors = ["unparsable_html"]
+    h.outcomes = {p: "node" for p in h.requested}    # libxml2 stops at depth 256: ABC finds only /before.html
     h.extra = {"depth": d, "body_bytes": len(nested_page(d))}
     h.expect = (f"/nested.html: a link, {d} nested <div>s with a link at the bottom, a link after them: a"
                 " correct crawler neither crashes nor recurses without bound, and finds at least the first"
@@ -503,6 +545,7 @@ def _malformed(h: HostileHost) -> None:
     h.not_requested = never
     h.either = either
     h.errors = []
+    h.outcomes = {p: "node" for p in h.requested + either}   # lxml writes the NUL as U+FFFD
     h.expect = ("/malformed.html: unclosed and upper-case tags, unquoted/single-quoted/duplicate attributes, a"
                 " NUL byte, links inside <script>, comments and an unterminated comment, content after"
                 " </html>: a correct (HTML5-like) parser finds the links in requested and none of those in"
@@ -515,6 +558,8 @@ def _many_links(h: HostileHost) -> None:
     h.modes = {"prefix": {"/l/": {"status": 200, "dynamic": "link_leaf", "count": n, "prefix": "/l/"}}}
     h.entries = ["/"]
     h.requested = ["/"]
+    h.outcomes = {"/": "node"}
+    h.other_outcome = "node"             # the leaves ABC's limits let through
     h.extra = {"links": n, "unlisted": {"pattern": h.url("/l/{i}.html"), "count": n,
                                         "what": "leaf pages (200, no links), i = 0 .. count-1"}}
     h.expect = (f"/ holds {n} distinct links /l/0.html .. /l/{n - 1}.html (small pages without links): a"
@@ -530,6 +575,8 @@ def _calendar(h: HostileHost) -> None:
     h.entries = [start]
     h.requested = [start]
     h.bounded = True
+    h.outcomes = {start: "node"}
+    h.other_outcome = "node"
     h.extra = {"next_links": [f"/cal/{a:04d}/{b:02d}/{c:02d}" for a, b, c in (prv, nxt) if (a, b, c)]}
     h.expect = ("an endless calendar: every /cal/YYYY/MM/DD page links the previous and the next day (any year"
                 " >= 1, no upper bound; invalid dates 404): a correct crawler requests the entry and must bound"
@@ -541,6 +588,7 @@ def _repeat(h: HostileHost) -> None:
     h.entries = ["/a/"]
     h.requested = ["/a/"]
     h.bounded = True
+    h.outcomes = {"/a/": "node", "/a/a/": "node", "/a/a/a/": "node"}   # --max-segment-repeats 3
     h.extra = {"next_links": ["/a/a/"]}
     h.expect = ("path repetition: /a/, /a/a/, /a/a/a/ ... each page links the relative 'a/' (one level deeper,"
                 " forever): a correct crawler requests /a/ and must bound the rest (path depth, repeated"
@@ -553,6 +601,8 @@ def _session(h: HostileHost) -> None:
     h.entries = ["/s/index.html"]
     h.requested = ["/s/index.html"]
     h.bounded = True
+    h.outcomes = {"/s/index.html": "node"}
+    h.other_outcome = "node"
     h.extra = {"links_per_page": n}
     h.expect = (f"session ids: every page under /s/ links {n} pages /s/pJ.html?sid=FRESH with a new session"
                 " id per link (never repeated while the server runs): a correct crawler requests the entry"
@@ -573,6 +623,9 @@ def _robots_huge(h: HostileHost) -> None:
     h.requested = ["/", "/p1.html"]
     h.not_requested = ["/early/x.html"]
     h.either = ["/late/x.html"]
+    # ABC reads the whole robots.txt (protego): /late/ is disallowed too
+    h.outcomes = {"/": "node", "/p1.html": "node", "/early/x.html": "robots_disallowed",
+                  "/late/x.html": "robots_disallowed"}
     h.extra = {"robots_bytes_at_least": n}
     h.expect = (f"a robots.txt of more than {n} bytes: Disallow: /early/ at the top, thousands of Disallow"
                 " lines, Disallow: /late/ at the very end; RFC 9309 asks parsers to read at least 500 KiB:"
@@ -585,6 +638,7 @@ def _robots_garbage(h: HostileHost, seed: int) -> None:
     h.modes = {"robots": {"status": 200, "type": "text/plain", "dynamic": "garbage", "size": n, "seed": seed}}
     _robots_hub(h, ["/p1.html", "/private/x.html"])
     h.requested = ["/", "/p1.html", "/private/x.html"]
+    h.outcomes = {p: "node" for p in h.requested}
     h.extra = {"robots_bytes": n}
     h.expect = (f"robots.txt is {n} bytes of binary garbage (200 text/plain): it holds no rule, so a correct"
                 " crawler allows everything and requests all three pages (and does not crash parsing it)")
@@ -597,6 +651,7 @@ def _robots_5xx(h: HostileHost) -> None:
     h.requested = []
     h.not_requested = ["/", "/p1.html"]
     h.errors = ["robots_5xx", "robots_unavailable"]
+    h.outcomes = {"/": "robots_unavailable"}      # given up without a request; /p1.html never found
     h.expect = (f"robots.txt answers {st}: RFC 9309 says assume complete disallow; a correct crawler retries"
                 " robots.txt a bounded number of times with back-off and never requests a page of the host"
                 " (ABC: robots_unavailable after 3 tries)")
@@ -609,6 +664,7 @@ def _robots_redirect(h: HostileHost) -> None:
     _robots_hub(h, ["/p1.html", "/private/x.html"])
     h.requested = ["/", "/p1.html"]
     h.either = ["/private/x.html", "/robots-moved.txt"]
+    h.outcomes = {p: "node" for p in ("/", "/p1.html", "/private/x.html")}   # ABC: unavailable, allow all
     h.expect = ("robots.txt redirects (301) to /robots-moved.txt on the same host, which disallows /private/:"
                 " RFC 9309 follows up to 5 redirects, so /private/x.html is not requested; a crawler that does"
                 " not follow robots redirects treats it as unavailable (allow all) and requests it (ABC today)")
@@ -619,6 +675,7 @@ def _robots_redirect_host(h: HostileHost) -> None:
     h.modes = {"robots": {"status": 301, "location": target}}
     _robots_hub(h, ["/p1.html"])
     h.requested = ["/", "/p1.html"]
+    h.outcomes = {p: "node" for p in h.requested}
     h.out_of_scope = [target]
     h.expect = (f"robots.txt redirects to another, out-of-scope host ({target}): a correct crawler never"
                 " contacts it, treats the robots.txt as unavailable (allow all) and requests the pages")
@@ -632,6 +689,7 @@ def _robots_stall(h: HostileHost) -> None:
     h.requested = []
     h.not_requested = ["/", "/p1.html"]
     h.errors = ["robots_timeout", "robots_unavailable"]
+    h.outcomes = {"/": "robots_unavailable"}
     h.extra = {"stall_seconds": s}
     h.expect = (f"robots.txt sends its headers and then nothing (dropped after {s:g} s): unreachable, so a correct"
                 " crawler times out, retries a bounded number of times and requests no page of the host")

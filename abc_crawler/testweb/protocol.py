@@ -3,7 +3,7 @@
 Keep-alive by default (HTTP/1.1; HTTP/1.0 with ``Connection: keep-alive``),
 ``Connection: close`` honoured, pipelined requests answered in order, GET and
 HEAD (other methods: 405; a chunked request body: 501; a head over 64 KiB:
-431), every plain response with ``Content-Length``. The virtual host is the
+431; ``FLUSH``: the test hook that flushes the access log, below), every plain response with ``Content-Length``. The virtual host is the
 ``Host`` header (case-insensitive, port ignored) or the host of an
 absolute-form request target. A :class:`~.responses.Plan` is sent by its
 transport (normal, drip, reset, stall), with backpressure: the transport's
@@ -13,11 +13,19 @@ body in 256 KiB writes and a slow reader never makes the server hold a
 
 The connection calls back into its server object (``core``): ``site``
 (a :class:`.routes.WebSite`), ``date`` (the current ``Date:`` header line),
-``latency``, ``conns``, ``next_cid`` and ``record(...)`` (one access-log line).
+``latency``, ``conns``, ``next_cid``, ``record(...)`` (one access-log line), ``conn_ended()``
+and ``flush_log(conn)``.
+
+``FLUSH / HTTP/1.1`` (any target and Host) is answered once every other connection has ended
+(at most 10 s) and the access log has been flushed: ``200`` with a JSON body ``{"log_bytes",
+"open", "requests", "time"}`` (the log's size, connections still open, requests logged, the
+server's ``time.time()``). It is neither logged nor counted, so a test reads the log of what
+came before it deterministically (a crawler sends only GET).
 """
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import struct
 import time
@@ -73,6 +81,7 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self.core.conns.discard(self)
+        self.core.conn_ended()
         if self.pending:
             self._flush_pending()
         self.closing = True
@@ -99,7 +108,7 @@ class Connection(asyncio.Protocol):
         t1 = time.time()
         rec = self.core.record
         for p in self.pending:
-            rec(*p[:8], t1, p[8], scheme=self.scheme)
+            rec(*p[:8], t1, p[8], tw=p[9], scheme=self.scheme)
         self.pending = []
 
     def data_received(self, data: bytes) -> None:
@@ -208,6 +217,12 @@ class Connection(asyncio.Protocol):
             return
         if clen > 0:
             self.discard = clen
+        if method == "FLUSH":
+            # the test hook (docs/TESTWEB.md, "Reading the access log"): answered once every other
+            # connection has ended and the access log is flushed; never logged itself
+            self.waiting = True
+            asyncio.get_running_loop().create_task(self._flush_answer(keep))
+            return
         if method not in ("GET", "HEAD"):
             body = status_body(405)
             self._send(405, response_head(405, HTML_TYPE, len(body), None, "Allow: GET, HEAD\r\n"),
@@ -224,6 +239,24 @@ class Connection(asyncio.Protocol):
                                                   (status, rhead, body, keep, method, hs, target, rank))
             return
         self._send(status, rhead, body, keep, method, hs, target, rank)
+
+    async def _flush_answer(self, keep: bool) -> None:
+        info = await self.core.flush_log(self)
+        self.waiting = False
+        if self.closing:
+            return
+        body = (json.dumps(info) + "\n").encode()
+        head = response_head(200, "application/json", len(body))
+        self.transport.write(head + self.core.date + (b"Connection: keep-alive\r\n\r\n" if keep
+                                                      else b"Connection: close\r\n\r\n") + body)
+        self.last = time.monotonic()
+        if not keep:
+            self.closing = True
+            self.buf.clear()
+            self.transport.close()
+        elif self.buf and not self.paused:
+            self.t0 = time.time()
+            self._process()
 
     def _delayed(self, t0: float, args: tuple) -> None:
         self.waiting = False
@@ -242,15 +275,19 @@ class Connection(asyncio.Protocol):
             return
         core = self.core
         tail = core.date + (b"Connection: keep-alive\r\n\r\n" if keep else b"Connection: close\r\n\r\n")
-        self.transport.write(rhead + tail + body if len(body) < 65536 else rhead + tail)
-        if len(body) >= 65536:
+        tw = time.time()        # before the last write: the client cannot have the response before it
+        if len(body) < 65536:
+            self.transport.write(rhead + tail + body)
+        else:
+            self.transport.write(rhead + tail)
+            tw = time.time()
             self.transport.write(body)
         rec = (self.cid, self.nreq, method, host, target, status, len(body), self.t0)
         self.nreq += 1
         if self.paused:
-            self.pending.append(rec + (rank,))
+            self.pending.append(rec + (rank, tw))
         else:
-            core.record(*rec, time.time(), rank, scheme=self.scheme)
+            core.record(*rec, time.time(), rank, tw=tw, scheme=self.scheme)
         self.last = time.monotonic()
         if not keep:
             self.closing = True
@@ -274,6 +311,7 @@ class Connection(asyncio.Protocol):
         if tr == "stall_nothing":
             run.timer = loop.call_later(float(o.get("stall_seconds", 60.0)), self._end_run, "stalled")
         elif tr == "stall_headers":
+            run.tw = time.time()
             self.transport.write(head)
             run.timer = loop.call_later(float(o.get("stall_seconds", 60.0)), self._end_run, "stalled")
         elif tr == "reset":
@@ -284,6 +322,7 @@ class Connection(asyncio.Protocol):
             if ra < 0:       # nothing at all: RST right after the request
                 run.timer = loop.call_later(float(o.get("reset_delay", 0.05)), self._rst)
                 return
+            run.tw = time.time()
             self.transport.write(head)
             run.it = plan.body_iter(ra) if has_body else iter(())
             self._pump()
@@ -293,9 +332,11 @@ class Connection(asyncio.Protocol):
                 run.pending = bytearray(head)
                 run.skip = len(head)
             else:
+                run.tw = time.time()
                 self.transport.write(head)
             self._drip_more(first=True)
         else:
+            run.tw = time.time()
             self.transport.write(head)
             run.it = plan.body_iter() if has_body else iter(())
             self._pump()
@@ -316,6 +357,7 @@ class Connection(asyncio.Protocol):
                 self._body_done()
                 return
             run.sent += len(chunk)
+            run.tw = time.time()
             write(chunk)
         self.last = time.monotonic()
 
@@ -345,6 +387,7 @@ class Connection(asyncio.Protocol):
             if not piece:
                 self._end_run("done")
                 return
+            run.tw = time.time()
             self.transport.write(piece)
             run.dripped += len(piece)
             run.sent = max(0, run.dripped - run.skip)
@@ -377,7 +420,7 @@ class Connection(asyncio.Protocol):
             run.timer = None
         p = run.plan
         self.core.record(self.cid, run.req, run.method, run.host, run.target, p.status, run.sent, run.t0,
-                         time.time(), run.rank, p.note, end, scheme=self.scheme)
+                         time.time(), run.rank, p.note, end, tw=run.tw, scheme=self.scheme)
         self.last = time.monotonic()
         self.waiting = False
         if end == "stalled":
@@ -402,7 +445,7 @@ class _Run:
     """A Plan being sent on one connection."""
 
     __slots__ = ("plan", "keep", "method", "host", "target", "rank", "t0", "req", "it", "src", "sent", "timer",
-                 "pending", "skip", "dripped")
+                 "pending", "skip", "dripped", "tw")
 
     def __init__(self, plan, keep, method, host, target, rank, t0, req):
         self.plan, self.keep, self.method, self.host, self.target = plan, keep, method, host, target
@@ -412,5 +455,6 @@ class _Run:
         self.sent = 0          # body bytes handed to the socket
         self.timer = None
         self.pending = bytearray()
+        self.tw = None         # time.time() before the last write of a response byte (None: none yet)
         self.skip = 0          # header bytes at the front of a dripped stream
         self.dripped = 0

@@ -20,7 +20,10 @@ Usage::
 
 The access log has one JSON object per request, written when the response has
 been handed to the kernel completely (hostile responses: when they end), and
-is flushed every 0.5 s and when the server stops.
+is flushed every 0.5 s, when the server stops, and on a ``FLUSH`` request
+(:func:`flush_request`, :meth:`TestWebServer.flush`): answered once every other
+connection has ended, so a test reads everything that came before it without
+waiting for the timer.
 
 TLS (for tests of https crawling): with ``tls=(certfile, keyfile)`` the server
 also listens on ``tls_port`` (0: a free port) and serves the same web over TLS
@@ -44,7 +47,25 @@ from .protocol import Connection
 from .responses import ServerError
 from .routes import WebSite
 
-__all__ = ["TestWebServer", "ServerError", "check_loopback", "run_server"]
+__all__ = ["TestWebServer", "ServerError", "check_loopback", "run_server", "flush_request", "FLUSH_WAIT"]
+
+#: longest time a FLUSH request waits for the other connections to end
+FLUSH_WAIT = 10.0
+
+
+def flush_request(addr: str, port: int, timeout: float = FLUSH_WAIT + 20) -> dict:
+    """Ask the server at ``addr:port`` to flush its access log (a FLUSH request, answered once every
+    other connection has ended); returns its answer ``{"log_bytes", "open", "requests", "time"}``."""
+    import socket
+
+    with socket.create_connection((addr, port), timeout=timeout) as s:
+        s.sendall(b"FLUSH / HTTP/1.1\r\nHost: abc-testweb\r\nConnection: close\r\n\r\n")
+        with s.makefile("rb") as fh:
+            data = fh.read()                  # up to the close (Connection: close)
+    head, _, body = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise ServerError(f"FLUSH to {addr}:{port} answered {head[:40]!r}")
+    return json.loads(body)
 
 
 def check_loopback(addr: str) -> str:
@@ -81,6 +102,7 @@ class _Core:
         self.server = None
         self.date = b""
         self._timers: list = []
+        self._quiet: list = []           # futures of FLUSH requests waiting for the other connections to end
 
     def _tick(self) -> None:
         self.date = b"Date: " + email.utils.formatdate(usegmt=True).encode() + b"\r\n"
@@ -93,6 +115,33 @@ class _Core:
             self.log.flush()
         loop = asyncio.get_running_loop()
         self._timers = [loop.call_later(0.5, self._tick)]
+
+    def conn_ended(self) -> None:
+        """A connection ended: wake FLUSH requests waiting for the others to end."""
+        for fut in self._quiet:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def flush_log(self, conn, wait: float = FLUSH_WAIT) -> dict:
+        """Once no connection but ``conn`` is open (at most ``wait`` seconds), flush the access log;
+        what a FLUSH request answers (protocol.py)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while any(c is not conn for c in self.conns) and loop.time() < deadline:
+            fut = loop.create_future()
+            self._quiet.append(fut)
+            try:
+                await asyncio.wait_for(fut, deadline - loop.time())
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                self._quiet.remove(fut)
+        size = 0
+        if self.log:
+            self.log.flush()
+            size = self.log.tell()
+        return {"log_bytes": size, "open": sum(1 for c in self.conns if c is not conn),
+                "requests": self.requests, "time": time.time()}
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -145,15 +194,17 @@ class _Core:
             self.log = None
 
     def record(self, cid, req, method, host, target, status, nbytes, t0, t1, rank, note=None, end=None,
-               scheme="http") -> None:
+               scheme="http", *, tw=None) -> None:
         self.requests += 1
         self.by_status[status] = self.by_status.get(status, 0) + 1
         if self.log:
             extra = "" if note is None else f', "hostile": {json.dumps(note)}, "end": {json.dumps(end)}'
+            t_write = "null" if tw is None else f"{tw:.6f}"
             self.log.write(
                 f'{{"conn": {cid}, "req": {req}, "method": {json.dumps(method)}, "scheme": "{scheme}", '
                 f'"host": {json.dumps(host)}, "path": {json.dumps(target)}, "status": {status}, '
-                f'"bytes": {nbytes}, "t_start": {t0:.6f}, "t_end": {t1:.6f}, "rank": {rank}{extra}}}\n')
+                f'"bytes": {nbytes}, "t_start": {t0:.6f}, "t_write": {t_write}, "t_end": {t1:.6f}, '
+                f'"rank": {rank}{extra}}}\n')
 
     def redirect_to_https(self, host: str, target: str) -> tuple | None:
         """The 301 to https of a request on the plain port (``https_redirect``), else None."""
@@ -278,11 +329,28 @@ class TestWebServer:
         return self._stopped.wait(timeout)
 
     def reload(self) -> None:
-        """Re-read routes.json and sites/ (e.g. after generating a web for ``.port``)."""
+        """Re-read routes.json and sites/ (e.g. after generating a web for ``.port``); the new site
+        answers every request read after this returns."""
         site = WebSite(self.web_dir, self.cache_bytes)
         if self._loop is not None and self._core is not None:
             core = self._core
-            self._loop.call_soon_threadsafe(setattr, core, "site", site)
+            done = threading.Event()
+
+            def swap() -> None:
+                core.site = site
+                done.set()
+            self._loop.call_soon_threadsafe(swap)
+            done.wait(30)
+
+    def flush(self, wait: float = FLUSH_WAIT) -> dict:
+        """Flush the access log once every connection has ended (at most ``wait`` s): what a FLUSH
+        request answers; after :meth:`stop` the log is complete and closed (``{"log_bytes": size}``)."""
+        loop, core = self._loop, self._core
+        if loop is None or core is None or self._stopped.is_set():
+            size = os.path.getsize(self.access_log) if self.access_log and os.path.exists(self.access_log) else 0
+            return {"log_bytes": size, "open": 0, "requests": core.requests if core else 0, "time": time.time()}
+        fut = asyncio.run_coroutine_threadsafe(core.flush_log(None, wait), loop)
+        return fut.result(wait + 10)
 
     def stats(self) -> dict:
         core = self._core

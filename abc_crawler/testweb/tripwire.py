@@ -17,7 +17,8 @@ time.time(), "data": first bytes received}``: the listener reads for up to
 an FTP client waiting for a banner sends nothing), answers nothing, then
 closes.  Only loopback addresses (127.0.0.0/8) are accepted.  The listener
 thread stops when the block ends or, at the latest, after ``max_seconds``;
-either way the socket is closed.
+either way the socket is closed, after taking the connections still waiting to
+be accepted: once the block has ended, ``hits`` is final.
 """
 from __future__ import annotations
 
@@ -90,12 +91,23 @@ class Tripwire:
                     continue
                 except OSError:
                     break
-                hit = {"peer": peer, "t": time.time(), "data": b""}
-                with self._lock:
-                    self.hits.append(hit)
-                self._read(conn, hit)
+                self._hit(conn, peer)
         finally:
+            # connections the kernel completed but nobody accepted yet are hits too: after stop()
+            # the hits are final (a test reads them then, without waiting)
+            while True:
+                try:
+                    conn, peer = s.accept()
+                except OSError:
+                    break
+                self._hit(conn, peer)
             s.close()
+
+    def _hit(self, conn: socket.socket, peer) -> None:
+        hit = {"peer": peer, "t": time.time(), "data": b""}
+        with self._lock:
+            self.hits.append(hit)
+        self._read(conn, hit)
 
     def _read(self, conn: socket.socket, hit: dict) -> None:
         end = time.monotonic() + self.read_seconds
@@ -113,12 +125,24 @@ class Tripwire:
                 if not chunk:
                     break
                 data += chunk
+            while len(data) < self.read_bytes:     # what has arrived already, also once stopped
+                chunk = conn.recv(self.read_bytes - len(data))
+                if not chunk:
+                    break
+                data += chunk
         except OSError:
             pass
         finally:
             conn.close()
         with self._lock:
             hit["data"] = data
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the listener has stopped (``stop()`` or ``max_seconds``); True if it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        return True
 
     def stop(self) -> None:
         self._stop.set()

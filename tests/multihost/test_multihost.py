@@ -124,15 +124,18 @@ def test_readme_workflow_runs_verbatim_on_two_hosts(sim, web, tmp_path):
     node1 = _setup_node1(sim, web, hostfile_text=blocks[0][1])
     workflow = _commands(blocks[1][1])
     assert len(workflow) == 4 and "--gather-warc" in workflow[2]
-    with serve(web):
+    logs = []
+    with serve(web) as srv:
         for line in workflow:
+            mark = srv.mark()
             _ok(sim.on("node1", line, timeout=300))
+            logs.append(srv.rows(mark))
     # session 1: each host holds its ranks' files; the manifest says which, with sizes and SHA-256
     m1 = _check_locations(sim, "sessions/s1", written_later=("partvec.npz", "page.graph", "page.hgr"))
     assert "gathered_warc" not in m1
     assert _files_under(sim.disk("node2") / "sessions/s1/warc") == {"rank-00002.warc.gz", "rank-00003.warc.gz"}
     with _merged(sim, "sessions/s1", tmp_path / "s1") as merged:
-        check_session(web, merged)        # every page exactly once across both hosts' WARC files
+        check_session(web, merged, logs[0])        # every page exactly once across both hosts' WARC files
     # the part vector is on node1's disk only, where abc-repartition wrote it
     assert (node1 / "sessions/s1/partvec.npz").is_file()
     assert not (sim.disk("node2") / "sessions/s1/partvec.npz").exists()
@@ -151,7 +154,7 @@ def test_readme_workflow_runs_verbatim_on_two_hosts(sim, web, tmp_path):
         if original.exists():
             assert _sha(original) == f["sha256"]
     with contextlib.chdir(node1):
-        check_session(web, node1 / "sessions/s2")        # rank 0's directory alone is the whole session now
+        check_session(web, node1 / "sessions/s2", logs[2])   # rank 0's directory alone is the whole session now
     assert (node1 / "sessions/s2/report/report.md").is_file()
     _rank0_files_suffice(sim, tmp_path / "rank0-only")
 
@@ -202,13 +205,12 @@ def test_missing_part_vector_one_message_exit_2_no_hang(sim, web):
     # a file by that name on node2 changes nothing: rank 0 (node1) reads the vector
     (sim.disk("node2") / "sessions/s0").mkdir(parents=True)
     (sim.disk("node2") / "sessions/s0/partvec.npz").write_bytes(b"not here")
-    t0 = time.monotonic()
+    # no hang: sim.on's timeout (60 s) fails the test instead
     r = sim.on("node1", f"{CRAWL} --session-dir sessions/p --assign sessions/s0/partvec.npz", timeout=60)
     assert r.returncode == 2, r.stderr
     lines = [x for x in r.stderr.splitlines() if x.startswith("abc-crawl:")]
     assert len(lines) == 1 and "sessions/s0/partvec.npz" in lines[0], r.stderr
     assert "Traceback" not in r.stderr
-    assert time.monotonic() - t0 < 60
     assert not (sim.disk("node2") / "sessions/p").exists()
 
 
@@ -235,7 +237,7 @@ def test_kill9_of_one_host_then_resume_refusals_touch_nothing_and_nothing_is_los
     assert resume == "mpiexec -f hostfile -n 4 abc-crawl --resume sessions/s1"
     ckpt2 = sim.disk("node2") / "sessions/s1/checkpoint"
     sim_hosts_of_ranks = ["node1", "node1", "node2", "node2"]
-    with serve(web, latency=0.01):          # 10 ms a response: the crawl is still running at the kill
+    with serve(web, latency=0.01) as srv:   # 10 ms a response: the crawl is still running at the kill
         proc = sim.popen([str(SIMSSH), "node1",
                           f"cd {sim.work} && {CRAWL} --session-dir sessions/s1 --politeness-delay 0 --phases off "
                           "--checkpoint-seconds 0.3 --superstep-seconds 0.3 --no-stats --progress-seconds 60"])
@@ -253,6 +255,7 @@ def test_kill9_of_one_host_then_resume_refusals_touch_nothing_and_nothing_is_los
         out, err = proc.communicate(timeout=60)
         assert proc.returncode != 0
         assert json.loads((node1 / "sessions/s1/manifest.json").read_text())["stopped"] == "running"
+        run1 = srv.rows()
         before = _snapshot(sim)
 
         # ranks moved (node1:1 / node2:3): refused, the placement it needs printed, no file changed
@@ -280,13 +283,15 @@ def test_kill9_of_one_host_then_resume_refusals_touch_nothing_and_nothing_is_los
         assert _snapshot(sim) == before
 
         # the same hostfile: resumed, nothing lost, nothing twice
+        mark = srv.mark()
         r = sim.on("node1", resume, timeout=240)
+        run2 = srv.rows(mark)
     _ok(r)
     manifest = _check_locations(sim, "sessions/s1")
     assert manifest["stopped"] == "done" and len(manifest["resumed"]) == 1
     assert manifest["resumed"][0]["from_superstep"] >= 1
     with _merged(sim, "sessions/s1", tmp_path / "merged") as merged:
-        facts = check_session(web, merged)
+        facts = check_session(web, merged, [run1, run2])    # the log: only pages lost at the kill asked again
     assert facts["stats"]["requests"] == len(facts["manifest"]["expected"]["requested"])
 
 
@@ -298,13 +303,14 @@ def test_clock_skew_on_one_host_no_two_ranks_on_one_host_at_once(sim, web, tmp_p
                             "--test-rank-header "
                             "--phase-guard 0.05 --batch-urls 8 --test-clock-skew 2:0.25,3:0.25", timeout=240)
     _ok(r)
-    time.sleep(0.1)
     stats = json.loads((sim.disk("node1") / "sessions/k/stats.json").read_text())
-    offsets = {p["rank"]: p["clock_offset_s"] for p in stats["per_rank"]}
-    # node2's clock was 0.25 s ahead and its ranks measured it (the skew was really there)
-    assert all(abs(offsets[r] + 0.25) <= 0.02 for r in (2, 3)), offsets
-    assert all(abs(offsets[r]) <= 0.02 for r in (0, 1)), offsets
-    rows = read_log(log)
+    # node2's clock was 0.25 s ahead and its ranks measured it (the skew was really there): each
+    # estimate is within half the round trip of its sample (NTP), however busy the machine
+    for p in stats["per_rank"]:
+        truth = -0.25 if p["rank"] in (2, 3) else 0.0
+        assert abs(p["clock_offset_s"] - truth) <= p["clock_rtt_s"] / 2 + 1e-6, p
+        assert p["clock_rtt_s"] < 0.25, p                   # the estimate is not vacuous
+    rows = read_log(log)                                    # complete: the server has exited
     assert rows and host_overlaps(rows) == 0
     with _merged(sim, "sessions/k", tmp_path / "merged") as merged:
         check_session(web, merged, log)

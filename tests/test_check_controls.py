@@ -1,0 +1,300 @@
+"""The shared checker's new checks can fail: a correct crawl passes them, and each broken copy of it
+(a WARC body cut short or swapped, a revisit pointing nowhere, a log with a page served twice, a
+crawl without its politeness rests or Crawl-delay, an internal error in the graph) is caught.
+
+One small web with Crawl-delay hosts and duplicate pages is crawled with the default politeness
+delay (0.25 s) and batches of 4, with and without phase slots; the controls are made from copies of
+those sessions and logs, or are crawls run without the rests (--politeness-delay 0, --no-robots).
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+
+from crawlcheck import check_log, check_session, crawl_cli, generate, serve
+from logcheck import check_once, check_politeness
+from warccheck import b32, members, split_record
+
+POLITE = ("--politeness-delay", "0.25", "--batch-urls", "4")
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ctlweb")
+    m = generate(d, n_hosts=5, n_pages=160, seed=9)
+    delays = {h: v["crawl_delay"] for h, v in m["robots"].items() if v["crawl_delay"]}
+    assert delays, "the generator gives some hosts a Crawl-delay"
+    return d
+
+
+def _crawl(web, root, name, ranks, *args):
+    session = root / name
+    with serve(web) as srv:
+        r = crawl_cli(ranks, web, session, *args, timeout=240)
+        rows = srv.rows()
+    assert r.returncode == 0, r.stderr[-3000:]
+    return session, rows
+
+
+@pytest.fixture(scope="module")
+def polite(web, tmp_path_factory):
+    """One rank (every duplicate body is a revisit), phases off, the default politeness delay."""
+    return _crawl(web, tmp_path_factory.mktemp("polite"), "s", 1, *POLITE)
+
+
+def test_a_polite_crawl_passes_every_check(web, polite):
+    session, rows = polite
+    facts = check_session(web, session, rows)
+    assert facts["stats"]["duplicates"] > 0                      # revisit records were checked
+    assert max(p["largest"] for p in facts["log"]["politeness"]) == 4
+    m = facts["manifest"]
+    cd_hosts = {h.split(":")[0] for h, v in m["robots"].items() if v["crawl_delay"]}
+    per = Counter(r["host"] for r in rows if r["host"] in cd_hosts and r["path"] != "/robots.txt")
+    assert per and max(per.values()) >= 3, per          # Crawl-delay spacing was checked within batches
+
+
+def test_a_polite_crawl_under_phase_slots_passes(web, tmp_path):
+    """Page-level assignment at 3 ranks with phase slots: the rests still hold for each rank (but
+    across a slot boundary: logcheck.SLOT_END_REST_BUG, a known crawler bug)."""
+    session, rows = _crawl(web, tmp_path, "ph", 3, *POLITE, "--phase-seconds", "0.3")
+    facts = check_session(web, session, rows)
+    assert all(p["phases"] == 3 for p in facts["stats"]["per_rank"])
+    assert max(p["largest"] for p in facts["log"]["politeness"]) <= 4
+
+
+def test_control_a_crawl_without_rests_under_phase_slots_still_fails(web, tmp_path):
+    """The slot-boundary exemption does not hide a crawl that never rests."""
+    session, rows = _crawl(web, tmp_path, "phrude", 3, "--politeness-delay", "0", "--batch-urls", "4",
+                           "--phase-seconds", "0.3")
+    facts = check_session(web, session, rows)
+    assert facts["log"]["politeness"][0]["slot_exempt"] > 0
+    with pytest.raises(AssertionError, match="without the rest 0.25"):
+        check_session(web, session, rows, expect_delay=0.25)
+
+
+# -- WARC controls ---------------------------------------------------------------------------------
+def _copy(session, tmp_path):
+    dst = tmp_path / "copy"
+    shutil.copytree(session, dst)
+    return dst, dst / "warc" / "rank-00000.warc.gz"
+
+
+def _rebuild(headers: dict, block: bytes, payload_from: int | None = None) -> bytes:
+    """A record with its Content-Length and digests made right for ``block`` (the payload starts
+    after the HTTP head)."""
+    h = dict(headers)
+    h["Content-Length"] = str(len(block))
+    h["WARC-Block-Digest"] = b32(block)
+    if "WARC-Payload-Digest" in h and h.get("WARC-Type") == "response":
+        h["WARC-Payload-Digest"] = b32(block[block.index(b"\r\n\r\n") + 4:])
+    head = "WARC/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    return head.encode() + block + b"\r\n\r\n"
+
+
+def _rewrite(path, change) -> None:
+    """Apply ``change(records)`` (a list of (headers, block)) and write the file back, one gzip member
+    per record."""
+    recs = [split_record(raw) for raw in members(path.read_bytes())]
+    change(recs)
+    path.write_bytes(b"".join(gzip.compress(_rebuild(h, b)) for h, b in recs))
+
+
+def _responses(recs, min_body=200):
+    return [i for i, (h, b) in enumerate(recs) if h["WARC-Type"] == "response"
+            and len(b) - b.index(b"\r\n\r\n") - 4 >= min_body]
+
+
+def test_the_copy_itself_passes(web, polite, tmp_path):
+    """Rewriting the file with the helpers below changes nothing by itself."""
+    session, rows = polite
+    s, path = _copy(session, tmp_path)
+    _rewrite(path, lambda recs: None)
+    check_session(web, s, rows)
+
+
+def _caught(web, polite, tmp_path, change, match) -> None:
+    """``change`` applied to a copy of the polite session's WARC file makes check_session fail."""
+    session, rows = polite
+    s, path = _copy(session, tmp_path)
+    _rewrite(path, change)
+    with pytest.raises(AssertionError, match=match):
+        check_session(web, s, rows)
+
+
+def test_control_a_body_cut_short_with_its_digests_made_right_is_caught(web, polite, tmp_path):
+    def cut(recs):
+        i = _responses(recs)[3]
+        recs[i] = (recs[i][0], recs[i][1][:-100])
+    _caught(web, polite, tmp_path, cut, "body differs")
+
+
+def test_control_a_body_cut_short_breaks_the_digest_warcio_checks(web, polite, tmp_path):
+    session, rows = polite
+    s, path = _copy(session, tmp_path)
+    raws = members(path.read_bytes())
+    i = next(k for k, raw in enumerate(raws) if b"WARC-Type: response" in raw[:200])
+    h, block = split_record(raws[i])
+    bad = block[:-50] + b"x" * 50              # same length, other bytes: only a digest can tell
+    raws[i] = raws[i].replace(block, bad)
+    path.write_bytes(b"".join(gzip.compress(r) for r in raws))
+    with pytest.raises(AssertionError, match="digest"):
+        check_session(web, s, rows)
+
+
+def test_control_bodies_swapped_between_two_records_are_caught(web, polite, tmp_path):
+    def swap(recs):
+        i, j = _responses(recs)[2:4]
+        (hi, bi), (hj, bj) = recs[i], recs[j]
+        head_i, head_j = bi[:bi.index(b"\r\n\r\n") + 4], bj[:bj.index(b"\r\n\r\n") + 4]
+        recs[i] = (hi, head_i + bj[len(head_j):])
+        recs[j] = (hj, head_j + bi[len(head_i):])
+    _caught(web, polite, tmp_path, swap, "body differs")
+
+
+def test_control_a_changed_head_is_caught(web, polite, tmp_path):
+    def retype(recs):
+        i = _responses(recs)[1]
+        recs[i] = (recs[i][0], recs[i][1].replace(b"Content-Type: text/html", b"Content-Type: text/plain", 1))
+    _caught(web, polite, tmp_path, retype, "head differs")
+
+
+@pytest.mark.parametrize("how", ["date", "digest"])
+def test_control_a_revisit_pointing_at_no_stored_record_is_caught(web, polite, tmp_path, how):
+    def point_away(recs):
+        i = next(k for k, (h, _) in enumerate(recs) if h["WARC-Type"] == "revisit")
+        h = dict(recs[i][0])
+        if how == "date":
+            h["WARC-Refers-To-Date"] = "2001-01-01T00:00:00.000000Z"
+        else:
+            other = next(hh["WARC-Payload-Digest"] for hh, _ in recs if hh["WARC-Type"] == "response"
+                         and hh["WARC-Payload-Digest"] != h["WARC-Payload-Digest"])
+            h["WARC-Payload-Digest"] = other
+        recs[i] = (h, recs[i][1])
+    _caught(web, polite, tmp_path, point_away, "revisit refers to no earlier response")
+
+
+# -- log controls: each page answered once ---------------------------------------------------------
+def _facts(web, session, rows):
+    facts = check_session(web, session, rows)
+    m = facts["manifest"]
+    return facts, m["port"], {h.split(":")[0] for h in m["hosts"]}
+
+
+def test_control_a_log_with_one_page_served_twice_is_caught(web, polite):
+    session, rows = polite
+    facts, port, hosts = _facts(web, session, rows)
+    stored, n_again = facts["stored"], 0
+    pages = [k for k, r in enumerate(rows) if r["path"] != "/robots.txt" and r["status"] == 200]
+    k = pages[len(pages) // 2]
+    # the same page asked again later on the same connection (a double fetch)
+    twice = rows[:k + 1] + [dict(rows[k], req=rows[k]["req"] + 1)] + [
+        dict(r, req=r["req"] + 1) if r["conn"] == rows[k]["conn"] and r["req"] > rows[k]["req"] else r
+        for r in rows[k + 1:]]
+    check_once([rows], port, hosts, stored, n_again)
+    with pytest.raises(AssertionError, match="more than once"):
+        check_once([twice], port, hosts, stored, n_again)
+
+
+def test_control_a_double_fetch_passed_off_as_a_failed_attempt_is_caught(web, polite):
+    """A first fetch on a connection of its own that ends with it looks like a failed attempt; the
+    crawler asked nothing again (no slot cut, no retry), so the log holds one failed attempt too many."""
+    session, rows = polite
+    facts, port, hosts = _facts(web, session, rows)
+    k = next(k for k, r in enumerate(rows) if r["path"] != "/robots.txt" and r["req"] > 0)
+    early = dict(rows[k], conn=10 ** 6, req=0, t_start=rows[k]["t_start"] - 0.01, t_write=rows[k]["t_start"] - 0.009,
+                 t_end=rows[k]["t_start"] - 0.009)
+    with pytest.raises(AssertionError, match="failed attempts"):
+        check_once([rows[:k] + [early] + rows[k:]], port, hosts, facts["stored"], 0)
+    # the same log passes when the crawler did ask one page again
+    check_once([rows[:k] + [early] + rows[k:]], port, hosts, facts["stored"], 1)
+
+
+def test_control_a_resume_that_fetches_a_stored_page_again_is_caught(web, polite):
+    """Two runs of a resumed session: a page may be answered in both only when the second fetch is
+    the stored one (the first was cut back with its WARC file); here the stored one is the first."""
+    session, rows = polite
+    facts, port, hosts = _facts(web, session, rows)
+    half = len(rows) // 2
+    run1, run2 = rows[:half], rows[half:]
+    check_once([run1, run2], port, hosts, facts["stored"], 0)
+    k = next(k for k, r in enumerate(run1) if r["path"] != "/robots.txt")
+    late = dict(run1[k], conn=10 ** 6, req=0, t_start=run2[-1]["t_end"] + 1, t_write=run2[-1]["t_end"] + 1.001,
+                t_end=run2[-1]["t_end"] + 1.001)
+    with pytest.raises(AssertionError, match="stored fetch is not the last"):
+        check_once([run1, run2 + [late]], port, hosts, facts["stored"], 0)
+
+
+# -- log controls: politeness ----------------------------------------------------------------------
+def _politeness(web, session, rows, delay=None, crawl_delays=None):
+    m = json.loads((web / "manifest.json").read_text())
+    cfg = json.loads((session / "manifest.json").read_text())["config"]
+    cds = crawl_delays if crawl_delays is not None else {
+        h.split(":")[0]: v["crawl_delay"] or 0.0 for h, v in m["robots"].items()}
+    return check_politeness(rows, m["port"], delay=cfg["politeness_delay"] if delay is None else delay,
+                            batch_urls=cfg["batch_urls"], crawl_delays=cds,
+                            keep_alive_hosts={h.split(":")[0] for h in m["hosts"]})
+
+
+def test_control_a_crawl_without_rests_fails_the_politeness_check(web, tmp_path):
+    """--politeness-delay 0 checked against the 0.25 s rest it should have kept: batches follow each
+    other without it (the check of that crawl against its own setting passes)."""
+    session, rows = _crawl(web, tmp_path, "rude", 2, "--politeness-delay", "0", "--batch-urls", "4",
+                           "--phases", "off")
+    check_session(web, session, rows)
+    with pytest.raises(AssertionError, match="without the rest 0.25"):
+        check_session(web, session, rows, expect_delay=0.25)
+
+
+def test_control_a_crawl_ignoring_crawl_delay_fails_the_crawl_delay_check(web, tmp_path):
+    """--no-robots ignores robots.txt and so its Crawl-delay: checked against the hosts' Crawl-delay,
+    requests come too close together."""
+    session, rows = _crawl(web, tmp_path, "nocd", 1, "--no-robots", "--politeness-delay", "0", "--phases", "off")
+    _politeness(web, session, rows, crawl_delays={})
+    with pytest.raises(AssertionError, match="under the Crawl-delay"):
+        _politeness(web, session, rows)
+
+
+def test_control_one_rank_twice_at_once_and_a_new_connection_inside_a_batch_are_caught(web, polite):
+    session, rows = polite
+    _politeness(web, session, rows)
+    by = defaultdict(list)
+    for k, r in enumerate(rows):
+        by[(r["host"], r["rank"], r["conn"])].append(k)
+    # two consecutive requests of one batch on one connection (no Crawl-delay host)
+    m = json.loads((web / "manifest.json").read_text())
+    cd_hosts = {h.split(":")[0] for h, v in m["robots"].items() if v["crawl_delay"]}
+    a, b = next((ks[i], ks[i + 1]) for (host, _, _), ks in by.items() if host not in cd_hosts
+                for i in range(len(ks) - 1) if rows[ks[i + 1]]["t_start"] - rows[ks[i]]["t_write"] < 0.1)
+    overlap = list(rows)                    # b sent 10 ms after a while a's answer took 50 ms
+    overlap[a] = dict(rows[a], t_write=rows[a]["t_start"] + 0.05, t_end=rows[a]["t_start"] + 0.05)
+    overlap[b] = dict(rows[b], t_start=rows[a]["t_start"] + 0.01)
+    with pytest.raises(AssertionError, match="at once"):
+        _politeness(web, session, overlap)
+    moved = list(rows)
+    moved[b] = dict(rows[b], conn=10 ** 6, req=0)
+    with pytest.raises(AssertionError, match="new connection without the rest"):
+        _politeness(web, session, moved)
+
+
+# -- an internal error is never hidden -------------------------------------------------------------
+def test_control_an_internal_error_on_one_page_fails_the_session(web, polite, tmp_path):
+    session, rows = polite
+    s, _ = _copy(session, tmp_path)
+    from abc_crawler.session import load_graph, save_graph
+    g = load_graph(s)
+    g.kinds = list(g.kinds) + ["internal_ValueError"]
+    victim = int(np.flatnonzero((g.url_status == 404) & (g.url_rank >= 0))[0])
+    g.url_kind = g.url_kind.copy()
+    g.url_kind[victim] = len(g.kinds) - 1      # one 404 page processed with an exception instead
+    save_graph(s, g)
+    stats = json.loads((s / "stats.json").read_text())
+    stats["errors"]["http_4xx"] -= 1
+    stats["errors"]["internal_ValueError"] = 1
+    (s / "stats.json").write_text(json.dumps(stats))
+    with pytest.raises(AssertionError, match="internal"):
+        check_session(web, s, rows)
