@@ -95,6 +95,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),
     Setting("warc", bool, True, "write per-rank WARC files"),
     Setting("gather_warc", bool, False, "at the end, stream every rank's finished WARC files to rank 0's session directory over MPI (verified against their SHA-256), for ranks on hosts without a shared file system"),
+    Setting("warc_max_bytes", int, 1_000_000_000, "a rank's WARC file is closed (and its CDXJ index written) once it holds this many bytes; the next one continues", 1),
+    Setting("previous", str, None, "a session directory of an earlier crawl: its URLs are asked with If-None-Match/If-Modified-Since, a 304 is stored as a revisit and keeps the page's links; URLs it knew but did not fetch become seeds"),
     Setting("warc_batch", int, 64, "pages whose WARC records are serialized and compressed together (1: each page as it arrives); a batch also ends at 1 MiB of bodies and before every checkpoint", 1),
 )
 
@@ -228,6 +230,9 @@ class CrawlConfig:
         if assign not in ("hash", "site-hash") and not Path(assign).exists():
             raise ConfigError(f"assign: expected hash, site-hash or an existing part-vector path, got {assign!r}")
         clock_skew(merged["test_clock_skew"], 0)
+        prev = merged["previous"]
+        if prev is not None and not Path(prev).is_dir():
+            raise ConfigError(f"previous: expected the directory of an earlier session, got {prev!r}")
         return cls(seeds=str(seeds), values=merged)
 
     def as_dict(self) -> dict[str, Any]:

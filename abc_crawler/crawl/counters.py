@@ -18,6 +18,7 @@ class RankCounters:
     bytes: int = 0
     nodes: int = 0
     duplicates: int = 0
+    not_modified: int = 0         # pages answered 304 to a conditional request (--previous)
     volume: int = 0               # Türk MV
     messages_thesis: int = 0
     wire_bytes: int = 0

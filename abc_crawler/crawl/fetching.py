@@ -68,6 +68,7 @@ class BatchRunner:
         self.gaps: deque[tuple[float, float]] = deque(maxlen=512)   # (end, length) of long loop gaps
         self.last_turn = time.monotonic()
         self.responses = 0                      # final answers processed (the loop reads and resets)
+        self.previous = pages.previous          # the previous session's share (--previous), or None
 
     @property
     def in_flight(self) -> int:
@@ -188,7 +189,9 @@ class BatchRunner:
                 continue
             b.current = idx
             self.counters.requests += 1
-            self.fetcher.submit(("page", host), url, timeout=limit)
+            # a URL the previous session stored is asked conditionally (If-None-Match / If-Modified-Since)
+            self.fetcher.submit(("page", host), url, timeout=limit, headers=(
+                self.previous.conditional_headers(fingerprint(url)) if self.previous is not None else ()))
             return
         # batch done
         del self.batches[host]
@@ -295,7 +298,7 @@ class BatchRunner:
         self.responses += 1
         fp = fingerprint(r.url)
         try:
-            status, nbytes, is_node, links, hops = self.pages.outcome(r, self.router.pop_hops(fp))
+            status, nbytes, is_node, links, hops = self.pages.outcome(r, self.router.pop_hops(fp), fp)
         except Exception as exc:  # a crawler must not die on a page
             c.errors[f"internal_{type(exc).__name__}"] += 1
             status, nbytes, is_node, links, hops = (r.status or -1), len(r.body), False, [], 0
