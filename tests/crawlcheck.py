@@ -92,7 +92,7 @@ def warc_records(session: Path) -> dict[str, Counter]:
     from warcio.archiveiterator import ArchiveIterator
 
     out: dict[str, Counter] = defaultdict(Counter)
-    for f in sorted((session / "warc").glob("rank-*.warc.gz")):
+    for f in sorted((session / "warc").glob("*.warc.gz")):
         with open(f, "rb") as fh:
             for rec in ArchiveIterator(fh):
                 uri = rec.rec_headers.get_header("WARC-Target-URI")
