@@ -136,4 +136,4 @@ def media_type(content_type: str | None) -> str | None:
     >>> media_type("text/html; charset=utf-8"), media_type(None)
     ('text/html', None)
     """
-    return None if content_type is None else _MEDIA_SPLIT(content_type, maxsplit=1)[0].strip()
+    return None if content_type is None else _MEDIA_SPLIT(content_type.strip(), maxsplit=1)[0].strip()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcheck import BIN, check_session, crawl_cli, generate, read_log, serve
+from crawlcheck import BIN, check_indexes, check_session, crawl_cli, generate, read_log, serve
 
 from abc_crawler.testweb.canonical import split_url
 from abc_crawler.testweb.changes import change_pages
@@ -87,6 +87,8 @@ def _recrawl(web: Path, tmp: Path, ranks1: int, ranks2: int, *extra2: str, repar
         assert b'class="changed"' in body
         kind, payload = stored[u]
         assert kind in ("response", "revisit") and payload == body, u   # a revisit only for a duplicate body
+    # every WARC file of both sessions indexed, the same lines as cdxj-indexer's
+    assert check_indexes(s1) >= ranks1 and check_indexes(s2) >= ranks2
     stats = facts["stats"]
     assert stats["not_modified"] == sum(1 for x in rows if x["status"] == 304) == len(not_modified)
     return s1, s2, facts
