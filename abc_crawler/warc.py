@@ -490,20 +490,7 @@ class RankWarc:
             status_line = r.status_line or f"HTTP/1.1 {r.status}"
             http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
         block_sha1 = _sha1(http_head)
-        if ref is not None:
-            payload_digest = ref[2]
-            rec = b"".join((
-                f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
-                f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
-                f"WARC-Profile: {PROFILE_NOT_MODIFIED}\r\nWARC-Refers-To-Target-URI: {ref[0]}\r\n"
-                f"WARC-Refers-To-Date: {ref[1]}\r\n"
-                f"Content-Type: application/http; msgtype=response\r\n"
-                f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
-                f"Content-Length: {len(http_head)}\r\n\r\n".encode("utf-8"),
-                http_head, b"\r\n\r\n"))
-            self.not_modified += 1
-            mime = "warc/revisit"
-        elif first is None:
+        if first is None and ref is None:
             payload_digest = f"sha1:{_b32(digest)}"
             block_sha1.update(body)
             rec = b"".join((
@@ -513,24 +500,26 @@ class RankWarc:
                 f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
                 f"Content-Length: {len(http_head) + len(body)}\r\n\r\n".encode("utf-8"),
                 http_head, body, b"\r\n\r\n"))
-            mime = None
+            mime = media_type(r.header("content-type"))
         else:
-            payload_digest = f"sha1:{_b32(digest)}"
+            if ref is not None:          # a 304: the payload is the earlier session's
+                profile, (ref_uri, ref_date, payload_digest) = PROFILE_NOT_MODIFIED, ref
+                self.not_modified += 1
+            else:                        # the same payload stored earlier in this session
+                profile, (ref_uri, ref_date), payload_digest = _REVISIT_PROFILE, first, f"sha1:{_b32(digest)}"
+                self.revisits += 1
             rec = b"".join((
                 f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
                 f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
-                f"WARC-Profile: {_REVISIT_PROFILE}\r\nWARC-Refers-To-Target-URI: {first[0]}\r\n"
-                f"WARC-Refers-To-Date: {first[1]}\r\n"
+                f"WARC-Profile: {profile}\r\nWARC-Refers-To-Target-URI: {ref_uri}\r\n"
+                f"WARC-Refers-To-Date: {ref_date}\r\n"
                 f"Content-Type: application/http; msgtype=response\r\n"
                 f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
                 f"Content-Length: {len(http_head)}\r\n\r\n".encode("utf-8"),
                 http_head, b"\r\n\r\n"))
-            self.revisits += 1
             mime = "warc/revisit"
         self.records += 2
         member = self._gzip_member
-        if mime is None:
-            mime = media_type(r.header("content-type"))
         return member(req), member(rec), (mime, _index_status(http_head), payload_digest)
 
     # -- checkpoints ------------------------------------------------------------------------------
