@@ -104,3 +104,16 @@ def test_recrawl_with_another_number_of_ranks_and_a_part_vector(tmp_path_factory
     s1, s2, facts = _recrawl(d, tmp_path, 2, 3, repartition=True)
     assert json.loads((s2 / "manifest.json").read_text())["ranks"] == 3
     assert facts["stats"]["assignment"].startswith("partvec")
+
+
+def test_previous_must_be_a_finished_session(web, tmp_path):
+    """Bad input, refused on rank 0 with one line and status 2: a missing directory, a directory
+    that holds no validator table, the session's own directory."""
+    empty = tmp_path / "not-a-session"
+    empty.mkdir()
+    for prev, says in ((tmp_path / "missing", "previous: expected the directory of an earlier session"),
+                       (empty, "has no validators.npz"),
+                       (tmp_path / "s", "is this session's own directory")):
+        (tmp_path / "s").mkdir(exist_ok=True)
+        r = crawl_cli(2, web, tmp_path / "s", "--previous", str(prev), timeout=120)
+        assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr, (prev, r.stderr[-1500:])
