@@ -157,3 +157,43 @@ def test_index_lines_of_an_empty_file(tmp_path, max_bytes):
     w.close()
     f = next((tmp_path / "warc").glob("*.warc.gz"))
     assert index_lines(f) == [] and read_index(write_index(f, [])) == [] == cdxj_indexer(f)
+
+
+# -- the SURT key's fast path against the surt package ----------------------------------------
+
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
+
+from abc_crawler.cdxj import _PLAIN_URL, surt_key, surt_slow  # noqa: E402
+
+_label = st.text("abcwxyz019-", min_size=1, max_size=6).filter(lambda s: not s.startswith("-"))
+_seg = st.text("aBcXy09._~-/", min_size=0, max_size=8)
+_tail = st.sampled_from(["", "?a=1&B=2", "?", "#f", "%7E", ";jsessionid=0123456789abcdef0123456789abcdef", "//x",
+                         "/./y", "/../z", "/"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(scheme=st.sampled_from(["http", "https"]), labels=st.lists(_label, min_size=1, max_size=4),
+       port=st.one_of(st.none(), st.integers(0, 70000)), segs=st.lists(_seg, max_size=4), tail=_tail)
+@example(scheme="http", labels=["www2", "h", "test"], port=None, segs=["a"], tail="")
+@example(scheme="http", labels=["1", "2", "3", "4"], port=80, segs=[], tail="")
+@example(scheme="https", labels=["h", "test"], port=443, segs=["A", "B.HTML"], tail="/")
+def test_the_surt_key_equals_the_surt_package(scheme, labels, port, segs, tail):
+    url = f"{scheme}://{'.'.join(labels)}" + (f":{port}" if port is not None else "") + \
+        ("/" + "/".join(segs) if segs else "") + tail
+    assert surt_key(url) == surt_slow(url), (url, bool(_PLAIN_URL.match(url)))
+
+
+def test_the_fast_path_is_taken_for_plain_urls():
+    """Control: the comparison above is not against itself — plain URLs do not call surt."""
+    import surt
+
+    for url in ("http://h000.test:8123/d1/p3.html", "https://a.test/", "http://h.test"):
+        assert _PLAIN_URL.match(url)
+    assert not _PLAIN_URL.match("http://h.test/a?b=1") and not _PLAIN_URL.match("http://www.h.test/")
+    real = surt.surt
+    try:
+        surt.surt = lambda url: "called"
+        assert surt_key("http://h000.test:8123/d1/p3.html") == "test,h000:8123)/d1/p3.html"
+        assert surt_key("http://h.test/a?b=1") == "called"
+    finally:
+        surt.surt = real
