@@ -27,9 +27,9 @@ Examples
 """
 from __future__ import annotations
 
-import json
 import os
 import re
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 __all__ = ["media_type", "cdxj_line", "surt_key", "surt_slow", "timestamp14", "index_path", "index_lines", "write_index", "read_index"]
@@ -87,19 +87,19 @@ def timestamp14(warc_date: str) -> str:
 
 
 def cdxj_line(url: str, warc_date: str, mime: str | None, status: str | None, digest: str | None, length: int,
-              offset: int, filename: str) -> str:
-    """One index line (with its newline); fields that are None are left out, as cdxj-indexer does."""
-    d: dict[str, str] = {"url": url}
+              offset: int, filename: str, _q=encode_basestring_ascii) -> str:
+    """One index line (with its newline); fields that are None are left out, as cdxj-indexer does.
+    The JSON is what ``json.dumps`` writes for the same dict (keys in this order, ``", "`` and
+    ``": "`` separators, non-ASCII escaped), made with its C string encoder."""
+    parts = [f'{{"url": {_q(url)}']
     if mime is not None:
-        d["mime"] = mime
+        parts.append(f'"mime": {_q(mime)}')
     if status is not None:
-        d["status"] = status
+        parts.append(f'"status": {_q(status)}')
     if digest is not None:
-        d["digest"] = digest
-    d["length"] = str(length)
-    d["offset"] = str(offset)
-    d["filename"] = filename
-    return f"{surt_key(url)} {timestamp14(warc_date)} {json.dumps(d)}\n"
+        parts.append(f'"digest": {_q(digest)}')
+    parts.append(f'"length": "{length}", "offset": "{offset}", "filename": {_q(filename)}}}')
+    return f"{surt_key(url)} {timestamp14(warc_date)} {', '.join(parts)}\n"
 
 
 def index_path(warc_path: str | os.PathLike) -> Path:
