@@ -550,6 +550,8 @@ class RankWarc:
         self.seq = ck["seq"]
         current = files[-1] if files and parse_warc_name(files[-1][0])[2] == self.seq else None
         self.closed = files[:-1] if current is not None else files
+        for p in self.dir.glob(f".{self.prefix}-rank-{self.rank:05d}-*.tmp"):
+            p.unlink()                 # an index being written when the rank was killed
         for p in self.dir.glob(f"{self.prefix}-rank-{self.rank:05d}-*"):
             parsed = parse_warc_name(p.name.replace(".cdxj", ".warc.gz"))
             if parsed is not None and parsed[2] >= self.seq:

@@ -138,7 +138,10 @@ def test_restore_across_rotation(tmp_path):
         w.write(r)
     w.flush()
     assert len(w.files) > len(files_at_ck)
+    stale = tmp_path / "warc" / f".{w.prefix}-rank-00002-{len(w.closed):05d}.cdxj.x1y2.tmp"
+    stale.write_text("an index being written at a kill -9")
     w.restore(ck)
+    assert not stale.exists()
     left = sorted(p.name for p in (tmp_path / "warc").iterdir())
     assert [p for p in left if p.endswith(".warc.gz")] == files_at_ck
     for r in pages[8:]:

@@ -87,7 +87,7 @@ def _check_locations(sim: SimHosts, rel: str, written_later: tuple[str, ...] = (
             assert p.stat().st_size == f["bytes"] and _sha(p) == f["sha256"], (entry["rank"], f)
             listed[entry["host"]].add(f["path"])
         own = [f["path"] for f in entry["files"] if f["path"].startswith(("warc/", "checkpoint/"))]
-        assert own and all(f"rank-{entry['rank']:05d}." in p for p in own), own
+        assert own and all(re.search(rf"(^|/|-)rank-{entry['rank']:05d}[.-]", p) for p in own), own
     gathered = set((manifest.get("gathered_warc") or {}).get("copied", []))
     for h in sim.hosts:
         on_disk = {p for p in _files_under(sim.disk(h) / rel) - {"manifest.json"} if not p.startswith(written_later)}
