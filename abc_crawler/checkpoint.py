@@ -57,7 +57,7 @@ __all__ = ["save_checkpoint", "checkpoint_steps", "load_checkpoint", "prune_chec
 _NAME = re.compile(r"rank-(\d{5})\.(\d{8})\.ckpt$")
 _HEADER_FORMAT = 2          # a checkpoint file: pickle(header) then pickle(state); format 1 had no header
 #: the version of the state a rank saves (abc_crawler.crawl.state); 1: pickled crawler objects
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 
 def _dir(session_dir) -> Path:
@@ -74,13 +74,13 @@ def checkpoint_name(rank: int, superstep: int) -> str:
 
 
 def _needs(rank: int, state: dict) -> dict[str, int]:
-    """Files (relative to the session directory) a checkpoint's state depends on -> least length."""
-    from .warc import warc_path
-
+    """Files (relative to the session directory) a checkpoint's state depends on -> least length:
+    every WARC file of the rank so far (the closed ones whole, the current one to its size then)."""
     needs: dict[str, int] = {}
     warc = state.get("warc") or {}
-    if warc.get("offset"):
-        needs[warc_path("", rank).as_posix()] = int(warc["offset"])
+    for name, size in warc.get("files", ()):
+        if size:
+            needs[f"warc/{name}"] = int(size)
     if state.get("log"):
         needs[f"checkpoint/rank-{rank:05d}.log"] = int(state["log"])
     if state.get("journal"):

@@ -107,6 +107,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dashboard", str, None, "ADDR:PORT: rank 0 serves a live status page there (GET /, /status.json; POST /stop with the printed token); 127.0.0.1:0 picks a free port; a non-loopback address exposes it to the network"),
     Setting("warc", bool, True, "write per-rank WARC files"),
     Setting("gather_warc", bool, False, "at the end, stream every rank's finished WARC files to rank 0's session directory over MPI (verified against their SHA-256), for ranks on hosts without a shared file system"),
+    Setting("warc_max_bytes", int, 1_000_000_000, "a rank's WARC file is closed (and its CDXJ index written) once it holds this many bytes; the next one continues", 1),
+    Setting("previous", str, None, "a session directory of an earlier crawl: its URLs are asked with If-None-Match/If-Modified-Since, a 304 is stored as a revisit and keeps the page's links; URLs it knew but did not fetch become seeds"),
     Setting("warc_batch", int, 64, "pages whose WARC records are serialized and compressed together (1: each page as it arrives); a batch also ends at 1 MiB of bodies and before every checkpoint", 1),
 )
 
@@ -283,6 +285,9 @@ class CrawlConfig:
             except ValueError as exc:
                 raise ConfigError(f"dashboard: {exc}") from None
         _check_real_web(merged)
+        prev = merged["previous"]
+        if prev is not None and not Path(prev).is_dir():
+            raise ConfigError(f"previous: expected the directory of an earlier session, got {prev!r}")
         return cls(seeds=str(seeds), values=merged)
 
     def as_dict(self) -> dict[str, Any]:

@@ -18,7 +18,11 @@ With ``--dashboard`` each round also gathers every rank's *vitals* to rank 0
 
 URLs travel as one UTF-8 buffer per destination (``\\n``-terminated lines) in
 NumPy arrays, never as pickled lists. Control messages (settings, the final
-per-rank summary) use the lowercase pickling calls.
+per-rank summary) use the lowercase pickling calls. Bulk data that is not a
+superstep's goes as bytes too: each rank's share of the previous session
+from rank 0 (:meth:`Communicator.scatter_bytes`, ``Scatterv``) and each
+rank's validator rows to rank 0 at the end (:meth:`Communicator.gather_bytes`,
+``Gatherv``).
 
 At the end of a session, ``--gather-warc`` streams files to rank 0 with
 point-to-point messages (:meth:`Communicator.send_files_to_root`,
@@ -185,6 +189,49 @@ class Communicator:
     def allgather(self, obj) -> list:
         """Small control objects from every rank to every rank (e.g. each rank's problems)."""
         return self.comm.allgather(obj)
+
+    def gather_bytes(self, data: bytes, root: int = 0) -> list[bytes] | None:
+        """Bulk data of every rank to ``root`` (e.g. each rank's validator rows at the end): the
+        lengths by ``Gather``, the bytes by ``Gatherv``; ``root`` gets one ``bytes`` per rank,
+        the others None."""
+        comm = self.comm
+        k = self.size
+        mine = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
+        lens = np.zeros(k, dtype=np.int64) if self.rank == root else None
+        comm.Gather([np.array([mine.size], np.int64), MPI.INT64_T], [lens, MPI.INT64_T] if lens is not None else None,
+                    root=root)
+        if self.rank != root:
+            comm.Gatherv([mine, MPI.BYTE], None, root=root)
+            return None
+        displ = np.zeros(k, dtype=np.int64)
+        np.cumsum(lens[:-1], out=displ[1:])
+        buf = np.empty(max(1, int(lens.sum())), dtype=np.uint8)
+        comm.Gatherv([mine, MPI.BYTE], [buf, (lens, displ), MPI.BYTE], root=root)
+        raw = buf.tobytes()
+        return [raw[o:o + n] for o, n in zip(displ.tolist(), lens.tolist())]
+
+    def scatter_bytes(self, chunks: list[bytes] | None, root: int = 0) -> bytes:
+        """Bulk data from ``root`` to every rank, a different part each (e.g. each rank's share of
+        the previous session): ``chunks[r]`` goes to rank r (given on ``root`` only). The lengths by
+        ``Scatter``, the bytes by ``Scatterv``."""
+        comm = self.comm
+        k = self.size
+        n = np.zeros(1, dtype=np.int64)
+        if self.rank == root:
+            if chunks is None or len(chunks) != k:
+                raise ValueError(f"need one chunk per rank ({k})")
+            lens = np.array([len(c) for c in chunks], dtype=np.int64)
+            displ = np.zeros(k, dtype=np.int64)
+            np.cumsum(lens[:-1], out=displ[1:])
+            comm.Scatter([lens, MPI.INT64_T], [n, MPI.INT64_T], root=root)
+            send = np.frombuffer(b"".join(chunks), dtype=np.uint8) if lens.sum() else np.zeros(1, np.uint8)
+            buf = np.empty(max(1, int(n[0])), dtype=np.uint8)
+            comm.Scatterv([send, (lens, displ), MPI.BYTE], [buf, int(n[0]), MPI.BYTE], root=root)
+        else:
+            comm.Scatter(None, [n, MPI.INT64_T], root=root)
+            buf = np.empty(max(1, int(n[0])), dtype=np.uint8)
+            comm.Scatterv(None, [buf, int(n[0]), MPI.BYTE], root=root)
+        return buf[:int(n[0])].tobytes()
 
     def send_files_to_root(self, paths: list[Path], chunk_bytes: int = GATHER_CHUNK_BYTES) -> None:
         """Not rank 0: once rank 0 says go, stream each file to it (length, then chunks).

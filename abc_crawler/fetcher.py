@@ -142,6 +142,7 @@ class Response:
     t_end: float = 0.0
     new_connections: int = 0
     request_headers: list[tuple[str, str]] = field(default_factory=list)
+    ip: str = ""                    # the address the answer came from (curl's PRIMARY_IP; WARC-IP-Address)
 
     _by_name: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -176,7 +177,7 @@ class _Transfer:
     counts the body and aborts it at the cap.
     """
 
-    __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over", "proxy", "refused")
+    __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over", "proxy", "refused", "extra")
 
     def __init__(self, curl: pycurl.Curl):
         self.curl = curl
@@ -188,6 +189,7 @@ class _Transfer:
         self.over = False
         self.proxy = ""                   # the proxy of the request in flight ("": direct)
         self.refused = ""                 # why a connect address was refused ("": none was)
+        self.extra = False                # the handle sends per-request headers (submit's ``headers``)
 
     def write(self, data: bytes):
         self.size += len(data)
@@ -277,8 +279,10 @@ class Fetcher:
 
         return opensocket
 
-    def submit(self, key: Any, url: str, timeout: float | None = None) -> None:
-        """Start fetching ``url``; its :class:`Response` comes back from :meth:`poll`."""
+    def submit(self, key: Any, url: str, timeout: float | None = None,
+               headers: tuple[tuple[str, str], ...] = ()) -> None:
+        """Start fetching ``url``; its :class:`Response` comes back from :meth:`poll`. ``headers``:
+        more request headers for this request only (e.g. ``If-None-Match``)."""
         if not (url.startswith("http://") or url.startswith("https://")):
             raise ScopeViolation(f"refusing non-http(s) URL {url!r}")
         host = host_of(url)
@@ -299,7 +303,12 @@ class Fetcher:
         t.refused = ""
         t.proxy = self.proxies.for_url(url)
         t.curl.setopt(pycurl.PROXY, t.proxy)
-        t.response = Response(key=key, url=url, t_start=time.time(), request_headers=[("Host", host), *self._req_rest])
+        t.response = Response(key=key, url=url, t_start=time.time(),
+                              request_headers=[("Host", host), *self._req_rest, *headers])
+        # per-request headers (issue 21: conditional requests); a handle that had some gets the usual set back
+        if headers or t.extra:
+            t.curl.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in (*self._req_rest[1:], *headers)])
+            t.extra = bool(headers)
         t.curl.setopt(pycurl.URL, url)
         t.curl.setopt(pycurl.TIMEOUT_MS, max(1, int(1000 * (self.timeout if timeout is None else min(timeout, self.timeout)))))
         self._active[t.curl] = t
@@ -355,6 +364,7 @@ class Fetcher:
         self.connections += r.new_connections
         if errno is None:
             r.status = c.getinfo(pycurl.RESPONSE_CODE)
+            r.ip = c.getinfo(pycurl.PRIMARY_IP)
             r.body = b"".join(t.chunks)
             self._parse_headers(r, t.header_lines)
         elif t.refused:

@@ -35,6 +35,7 @@ from .checkpoint import agree_resume, placement_hostfile, placement_problems, re
 from .config import read_config_file
 from .gather import gather_warc
 from .tls import load_ca_bundle
+from .validators import PreviousShare, previous_shares, write_table
 from .session import (atomic_write_bytes, atomic_write_json, npz_bytes, prepare_rank_dir, rank_files, read_json,
                       save_graph)
 
@@ -97,9 +98,15 @@ def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
     sd = Path(session_dir)
     if not resume and ((sd / "manifest.json").exists() or (sd / "warc").exists()):
         raise AbcError(f"{sd}: session directory already holds a session (choose another --session-dir)")
+    # the previous session's validators and links, split by owner under this session's assignment;
+    # scattered after the broadcast (each rank gets its share only)
+    if cfg.previous and Path(cfg.previous).resolve() == sd.resolve():
+        raise ConfigError(f"previous: {cfg.previous} is this session's own directory")
+    previous = previous_shares(cfg.previous, assignment, ranks, scope) if cfg.previous else None
     # Rank 0 read the assignment (a part vector may exist on its file system only); it is sent to all.
     return {"scope": scope, "seeds": seeds, "seed_problems": len(problems), "session_dir": str(sd),
-            "assignment": assignment, "holders": holders, "rules": rules, "proxies": proxies, "ca": ca}
+            "assignment": assignment, "holders": holders, "rules": rules, "proxies": proxies, "ca": ca,
+            "previous": previous}
 
 
 def _refused(comm: Communicator, lines: list[str] | None) -> bool:
@@ -166,12 +173,19 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
             prep = str(exc)
     else:
         prep = None
+    previous = None
+    if isinstance(prep, dict):
+        previous = prep.pop("previous", None)          # not broadcast: scattered below, a share per rank
+        prep["previous"] = None if previous is None else previous[1]
     prep = comm.bcast(prep)
     if isinstance(prep, str):
         if comm.rank == 0:
             print(f"abc-crawl: {prep}", file=sys.stderr)
         return 2
     cfg = prep["cfg"]
+    share = None
+    if prep["previous"] is not None:
+        share = PreviousShare.from_bytes(comm.scatter_bytes(previous[0] if comm.rank == 0 else None))
     session_dir = prep["session_dir"]
     crash.CONTEXT.session_dir, crash.CONTEXT.settings = session_dir, cfg.as_dict()
     host = platform.node()
@@ -205,7 +219,8 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         kernels = KernelWorker(cfg.stats_max_pages, distance_error=cfg.stats_distance_error) if cfg.stats else None
         rank0 = Rank0Role(Coordinator(comm.size, kernels), progress)
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, rank0,
-                          holders=prep["holders"], rules=prep["rules"], proxies=prep["proxies"], ca=prep["ca"])
+                          holders=prep["holders"], rules=prep["rules"], proxies=prep["proxies"], ca=prep["ca"],
+                          previous=share)
     crash.CONTEXT.superstep = lambda: crawler.superstep
     hostnames = comm.gather(host)
     started = _utc()
@@ -222,6 +237,10 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         manifest["resumed"] = resumes
         atomic_write_json(Path(session_dir) / "manifest.json", manifest)
         what = f"resumed from superstep {step}" if resume is not None else f"{len(prep['seeds'])} seed(s)"
+        if prep["previous"] is not None:
+            p = prep["previous"]
+            what += (f", previous session {p['session']} ({p['conditional']} URLs asked conditionally, "
+                     f"{p['seeds']} more seeds)")
         print(f"abc-crawl: {comm.size} rank(s), {what}, assignment {assignment.describe()}, "
               f"session {session_dir}", file=out)
         if dashboard is not None:           # issue 24: serve from now on; the URL and the stop token
@@ -238,10 +257,12 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     stopped = crawler.run()
     wall = time.time() - t_wall
     summaries = comm.gather(crawler.summary())
+    rows = comm.gather_bytes(crawler.validators.to_bytes())
     stats = None
     if comm.rank == 0:
         if progress is not None:
             progress.close()
+        write_table(session_dir, rows)
         stats = _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped)
         if dashboard is not None:           # issue 24: the final figures, state "finished"
             dashboard.finish(stats, crawler.rank0.coordinator, crawler.superstep)
@@ -312,7 +333,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         # whole graph (exact SCCs, HyperBall estimates) and first N pages (exact APSD/SCC), labelled
         graph_stats.update(graph_json(co.kernels.close()))
     per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
-        k: s[k] for k in ("responses", "nodes", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
+        k: s[k] for k in ("responses", "nodes", "not_modified", "warc_files", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
                           "idle_empty_s", "exchange_s", "handovers", "leases", "leases_late", "phase_origin",
                           "batches", "urls_per_connection",
                           "connections", "robots_fetches", "robots_adopted", "duplicates", "slot_cuts", "warm_cuts", "cuts_late", "cuts_starved", "cuts_slow", "retries", "phases", "phase_warmup",
@@ -359,6 +380,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         },
         "overlap_pages": co.overlap_pages,
         "duplicates": total("duplicates"),
+        "not_modified": total("not_modified"),
         "robots_fetches": total("robots_fetches"),
         "robots_adopted": total("robots_adopted"),
         "robots_redirects": total("robots_redirects"),
@@ -423,6 +445,7 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
         ("stopped", stats["stopped"]),
         ("requests", f"{stats['requests']} in {stats['wall_s']:.1f} s ({stats['pages_per_s']:.0f}/s)"),
         ("pages ok / failed / redirected", f"{stats['pages_crawled']} / {stats['pages_failed']} / {stats['pages_redirected']}"),
+        ("not modified (304)", str(stats["not_modified"])),
         ("bytes stored", format_bytes(stats["bytes_stored"])),
         ("exchange MV / wire", f"{format_bytes(ex['volume_bytes'])} / {format_bytes(ex['wire_bytes'])}"),
         ("messages thesis / MPI", f"{ex['messages_thesis']} / {ex['messages_mpi']} in {ex['supersteps']} supersteps"),

@@ -204,7 +204,9 @@ def load_graph(session_dir: str | os.PathLike) -> SessionGraph:
 
 # -- where the files are (the ranks may share no file system) -----------------------
 
-_RANK_FILE = re.compile(r"^rank-0*(\d+)\.")
+#: a rank's own files: ``rank-N.…`` (checkpoints, errors), or WARC files and their indexes named
+#: ``SESSION-rank-NNNNN-SSSSS.warc.gz`` / ``.cdxj`` (:func:`abc_crawler.warc.warc_name`)
+_RANK_FILE = re.compile(r"^rank-0*(\d+)\.|^[A-Za-z0-9_-]+-rank-(\d{5})-\d{5}\.(?:warc\.gz|cdxj)$")
 
 
 def file_record(session_dir: str | os.PathLike, rel: str) -> dict:
@@ -219,7 +221,8 @@ def rank_files(session_dir: str | os.PathLike, rank: int, session_wide: bool = F
     """The files this rank wrote under ``session_dir`` on its host, with sizes and SHA-256, sorted by path.
 
     A rank's own files are named ``rank-N.*`` (any zero padding) in any
-    subdirectory (``warc/``, ``checkpoint/``); with ``session_wide`` (rank 0)
+    subdirectory (``checkpoint/``, ``errors/``), or ``SESSION-rank-NNNNN-SSSSS.warc.gz`` and
+    ``.cdxj`` (``warc/``); with ``session_wide`` (rank 0)
     also every file not named after a rank: the session-wide files. Not listed:
     ``manifest.json`` (it holds this list), temporary files of atomic writes
     (``.*.tmp``), and files named after other ranks (their own files where the
@@ -243,7 +246,7 @@ def _rank_paths(root: Path, rank: int, session_wide: bool) -> list[str]:
             if rel == "manifest.json" or (name.startswith(".") and name.endswith(".tmp")):
                 continue
             m = _RANK_FILE.match(name)
-            if (m is not None and int(m.group(1)) == rank) or (m is None and session_wide):
+            if (m is not None and int(m.group(1) or m.group(2)) == rank) or (m is None and session_wide):
                 out.append(rel)
     return sorted(out)
 

@@ -1,4 +1,18 @@
-"""Per-rank WARC 1.1 files: request + response records, revisits for duplicates.
+"""Per-rank WARC 1.1 files: request + response records, revisits for duplicates and for 304 answers.
+
+Files rotate at ``max_bytes`` (``--warc-max-bytes``): a file is closed after the page whose
+records take it to that size (a page's request and response stay in one file), its CDXJ index
+is written beside it (:mod:`abc_crawler.cdxj`), and the next one is opened when the next page
+arrives. Names sort and say the session, the rank and the sequence number
+(:func:`warc_name`: ``warc/SESSION-rank-00003-00000.warc.gz``, index ``…-00000.cdxj``). Every
+file starts with a ``warcinfo`` record (the fields of :func:`warcinfo_fields`, ISO 28500's
+recommended ones), responses and revisits carry ``WARC-IP-Address`` (the address curl
+connected to).
+
+A page answered ``304 Not Modified`` to a conditional request (``--previous``) is stored as a
+``revisit`` record with profile ``server-not-modified``: its block is the 304 head as received,
+``WARC-Refers-To-Target-URI`` / ``-Date`` name the earlier record that holds the payload, and
+``WARC-Payload-Digest`` is that payload's digest.
 
 Content-seen dedup is per rank: when a body's hash equals one this rank has
 already stored, the response is written as a ``revisit`` record (profile
@@ -50,20 +64,83 @@ import base64
 import hashlib
 import math
 import os
+import re
 import time
 import uuid
 import zlib
 from pathlib import Path
+from typing import Callable, NamedTuple
 
+from .cdxj import cdxj_line, index_lines, index_path, media_type, write_index
 from .fetcher import Response
 
-__all__ = ["RankWarc", "warc_path", "b32_sha1"]
+__all__ = ["RankWarc", "b32_sha1", "warc_name", "session_prefix", "parse_warc_name", "warcinfo_fields",
+           "DEFAULT_MAX_BYTES", "PROFILE_IDENTICAL", "PROFILE_NOT_MODIFIED", "PageRecord"]
 
-_REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+PROFILE_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+_REVISIT_PROFILE = PROFILE_IDENTICAL
+#: ``--warc-max-bytes``: a file is closed once it holds this many bytes (1 GB, Heritrix's default)
+DEFAULT_MAX_BYTES = 1_000_000_000
+
+_NAME = re.compile(r"^(?P<prefix>[A-Za-z0-9_-]+)-rank-(?P<rank>\d{5})-(?P<seq>\d{5})\.warc\.gz$")
 
 
-def warc_path(session_dir: str | os.PathLike, rank: int) -> Path:
-    return Path(session_dir) / "warc" / f"rank-{rank:05d}.warc.gz"
+def session_prefix(session_dir: str | os.PathLike) -> str:
+    """The session's name as it starts its WARC file names: the directory's name, characters other
+    than letters, digits, ``_`` and ``-`` replaced by ``_``.
+
+    >>> session_prefix("sessions/2026-01-02 run.1"), session_prefix("/")
+    ('2026-01-02_run_1', 'abc')
+    """
+    name = Path(os.path.abspath(session_dir)).name
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name) or "abc"
+
+
+def warc_name(prefix: str, rank: int, seq: int) -> str:
+    """The name of a rank's WARC file number ``seq``: sorts by session, rank, sequence.
+
+    >>> warc_name("s1", 3, 0)
+    's1-rank-00003-00000.warc.gz'
+    """
+    return f"{prefix}-rank-{rank:05d}-{seq:05d}.warc.gz"
+
+
+def parse_warc_name(name: str) -> tuple[str, int, int] | None:
+    """``(prefix, rank, seq)`` of a name made by :func:`warc_name`, else None.
+
+    >>> parse_warc_name("s1-rank-00003-00012.warc.gz"), parse_warc_name("rank-00003.warc.gz")
+    (('s1', 3, 12), None)
+    """
+    m = _NAME.match(name)
+    return None if m is None else (m["prefix"], int(m["rank"]), int(m["seq"]))
+
+
+def warcinfo_fields(*, version: str, session: str, rank: int, host: str, user_agent: str, robots: bool,
+                    settings: dict, operator: str | None = None) -> list[tuple[str, str]]:
+    """The ``warcinfo`` fields of a rank's files: those ISO 28500 (WARC 1.1, 6.1) recommends
+    (``software``, ``format``, ``conformsTo``, ``hostname``, ``operator`` and ``http-header-from``
+    when an operator is known, ``http-header-user-agent``, ``robots``, ``isPartOf``,
+    ``description``) and ``abc-settings``, the session's settings as one line of JSON.
+
+    >>> dict(warcinfo_fields(version="0.1", session="s1", rank=2, host="n1", user_agent="ua", robots=True,
+    ...                      settings={"max_pages": 5}))["robots"]
+    'obey'
+    """
+    import json
+
+    out = [("software", f"abc-crawler/{version} (MPI coordinated data-parallel crawler)"),
+           ("format", "WARC File Format 1.1"),
+           ("conformsTo", "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"),
+           ("hostname", host)]
+    if operator:
+        out += [("operator", operator), ("http-header-from", operator)]
+    out += [("http-header-user-agent", user_agent),
+            ("robots", "obey" if robots else "ignore"),
+            ("isPartOf", session),
+            ("description", f"ABC crawl session {session}, rank {rank}"),
+            ("abc-settings", json.dumps(settings, sort_keys=True, default=str))]
+    return [(k, _clean(str(v))) for k, v in out]
 
 
 # ---------------------------------------------------------------- WARC-Date
@@ -218,33 +295,100 @@ DEFAULT_BATCH = 64
 _BATCH_BYTES = 1 << 20
 
 
+class PageRecord(NamedTuple):
+    """Where one page's answer was stored (what the validator table keeps, :mod:`abc_crawler.validators`)."""
+
+    response: Response
+    kind: str            # "response", "revisit" (identical payload) or "not_modified" (a 304)
+    file: str            # the WARC file's name ("" when no WARC file is written)
+    offset: int          # offset of the response or revisit record in it (-1: none)
+    length: int          # its length in the file (one gzip member)
+    date: str            # its WARC-Date
+    digest: str          # the payload's digest, "sha1:BASE32"
+    payload_url: str     # the response record that holds the payload: its target URI ...
+    payload_date: str    # ... and its WARC-Date
+
+
 class RankWarc:
-    """Writes one rank's WARC file."""
+    """Writes one rank's WARC files (rotated at ``max_bytes``), each indexed when it is closed.
+
+    ``info``: the ``warcinfo`` fields (:func:`warcinfo_fields`); ``on_page``: called with a
+    :class:`PageRecord` once a page's records are in the file (or at once without WARC files).
+    """
 
     def __init__(self, session_dir: str | os.PathLike, rank: int, enabled: bool = True, gzip: str | None = None,
-                 batch: int = DEFAULT_BATCH):
+                 batch: int = DEFAULT_BATCH, max_bytes: int = DEFAULT_MAX_BYTES,
+                 info: list[tuple[str, str]] | None = None,
+                 on_page: Callable[[PageRecord], None] | None = None):
         if batch < 1:
             raise ValueError(f"batch: expected at least 1 page, got {batch}")
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes: expected at least 1 byte, got {max_bytes}")
         self.enabled = enabled
         self.batch = batch
-        self.path = warc_path(session_dir, rank)
+        self.max_bytes = max_bytes
+        self.rank = rank
+        self.dir = Path(session_dir) / "warc"
+        self.prefix = session_prefix(session_dir)
+        self.info = info if info is not None else [("software", "abc-crawler"), ("format", "WARC File Format 1.1")]
+        self.on_page = on_page
         self.records = 0
         self.revisits = 0
+        self.not_modified = 0
         self._seen: dict[bytes, tuple[str, str]] = {}   # sha1 digest -> (url, date)
         self._next_id = _RecordIds()
         self.gzip = gzip or DEFAULT_GZIP
         self._gzip_member = GZIP_BACKENDS[self.gzip]
-        self._pending: list[tuple[Response, str, bytes, tuple[str, str] | None]] = []   # (response, date, digest, first)
+        self._pending: list[tuple] = []   # (response, date, digest, first, payload ref of a 304)
         self._pending_bytes = 0
+        self.closed: list[tuple[str, int]] = []    # (name, bytes) of the files finished, each indexed
+        self.seq = 0                               # sequence number of the current (or next) file
+        self._fh = None
+        self._size = 0
+        self._index: list[str] = []                # CDXJ lines of the current file
         if enabled:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "ab", buffering=_BUFFER)
-            if self._fh.tell() == 0:
-                body = b"software: abc-crawler\r\nformat: WARC File Format 1.1\r\n"
-                self._fh.write(self._gzip_member(_record("warcinfo", "", _iso(time.time()),
-                                                        "application/warc-fields", body, hashlib.sha1(body),
-                                                        [("WARC-Filename", self.path.name)], self._next_id())))
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._open()
 
+    # -- files ----------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The name of the current (or next) file."""
+        return warc_name(self.prefix, self.rank, self.seq)
+
+    @property
+    def path(self) -> Path:
+        return self.dir / self.name
+
+    @property
+    def files(self) -> list[str]:
+        """Every file of this rank so far, in order (the current one last)."""
+        return [n for n, _ in self.closed] + ([self.name] if self._fh is not None else [])
+
+    def _open(self) -> None:
+        """Open the current file (a new one gets its warcinfo record)."""
+        self._fh = open(self.path, "ab", buffering=_BUFFER)
+        self._size = self._fh.tell()
+        if self._size == 0:
+            body = "".join(f"{k}: {v}\r\n" for k, v in self.info).encode("utf-8")
+            rec = self._gzip_member(_record("warcinfo", "", _iso(time.time()), "application/warc-fields", body,
+                                            hashlib.sha1(body), [("WARC-Filename", self.name)], self._next_id()))
+            self._fh.write(rec)
+            self._size = len(rec)
+
+    def _close_file(self) -> None:
+        """Finish the current file: to disk, then its CDXJ index beside it; the next page opens the next."""
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        self._fh = None
+        write_index(self.dir / self.name, self._index)
+        self.closed.append((self.name, self._size))
+        self._index = []
+        self.seq += 1
+        self._size = 0
+
+    # -- pages ----------------------------------------------------------------------------------
     def write(self, r: Response, _sha1=hashlib.sha1) -> bool:
         """Take the request and the response (or a revisit); True if it was a duplicate body.
 
@@ -255,34 +399,81 @@ class RankWarc:
         body = r.body
         digest = _sha1(body).digest()
         first = self._seen.get(digest)
+        date = _iso(r.t_start)
         if not self.enabled:
             if first is None:
-                self._seen[digest] = (r.url, "")
+                self._seen[digest] = (r.url, date)
+            self._placed(r, date, digest, first, None, -1, 0)
             return first is not None
-        date = _iso(r.t_start)
         if first is None:
             self._seen[digest] = (r.url, date)
-        pending = self._pending
-        pending.append((r, date, digest, first))
-        self._pending_bytes += len(body)
-        if len(pending) >= self.batch or self._pending_bytes >= _BATCH_BYTES:
-            self._drain()
+        self._queue((r, date, digest, first, None), len(body))
         return first is not None
 
+    def write_not_modified(self, r: Response, payload_url: str, payload_date: str, digest: str) -> None:
+        """A ``304`` answer to a conditional request: a ``server-not-modified`` revisit record that
+        refers to the record holding the payload (``payload_url`` at ``payload_date``, payload digest
+        ``digest``, ``"sha1:BASE32"``)."""
+        ref = (payload_url, payload_date, digest)
+        if not self.enabled:
+            self._placed(r, _iso(r.t_start), None, None, ref, -1, 0)
+            return
+        self._queue((r, _iso(r.t_start), None, None, ref), 0)
+
+    def _queue(self, item: tuple, nbytes: int) -> None:
+        pending = self._pending
+        pending.append(item)
+        self._pending_bytes += nbytes
+        if len(pending) >= self.batch or self._pending_bytes >= _BATCH_BYTES:
+            self._drain()
+
+    def _placed(self, r: Response, date: str, digest, first, ref, offset: int, length: int) -> None:
+        """Tell ``on_page`` where a page's answer went."""
+        if self.on_page is None:
+            return
+        if ref is not None:
+            kind, dig, purl, pdate = "not_modified", ref[2], ref[0], ref[1]
+        else:
+            dig = "sha1:" + b32_sha1(digest)
+            kind, purl, pdate = ("response", r.url, date) if first is None else ("revisit", first[0], first[1])
+        self.on_page(PageRecord(r, kind, self.name if offset >= 0 else "", offset, length, date, dig, purl, pdate))
+
     def _drain(self) -> None:
-        """Serialize and compress the waiting pages' records into the file, in arrival order."""
+        """Serialize and compress the waiting pages' records into the file(s), in arrival order;
+        index them, and close the file once it reaches ``max_bytes``."""
         pending = self._pending
         if not pending:
             return
         self._pending = []
         self._pending_bytes = 0
-        self._fh.write(b"".join([self._records(*p) for p in pending]))
+        out: list[bytes] = []
+        for p in pending:
+            if self._fh is None:
+                self._open()
+            req, rec, line_fields = self._records(*p)
+            offset = self._size + len(req)
+            out.append(req)
+            out.append(rec)
+            self._size = offset + len(rec)
+            r, date = p[0], p[1]
+            self._index.append(cdxj_line(r.url, date, *line_fields, len(rec), offset, self.name))
+            self._placed(r, date, p[2], p[3], p[4], offset, len(rec))
+            if self._size >= self.max_bytes:
+                self._fh.write(b"".join(out))
+                out = []
+                self._close_file()
+        if out:
+            self._fh.write(b"".join(out))
 
-    def _records(self, r: Response, date: str, digest: bytes, first, _sha1=hashlib.sha1, _b32=b32_sha1) -> bytes:
-        """The request record and the response (``first`` is None) or revisit record, two gzip members."""
+    def _records(self, r: Response, date: str, digest: bytes | None, first, ref, _sha1=hashlib.sha1,
+                 _b32=b32_sha1) -> tuple[bytes, bytes, tuple]:
+        """The request record and the response (``first`` and ``ref`` None), revisit (``first``: the
+        same payload stored earlier) or server-not-modified revisit (``ref``) record, two gzip members;
+        and the index fields of the second (mime, status, digest)."""
         body = r.body
         url = r.url
         uri_line = f"WARC-Target-URI: {url}\r\n" if url else ""
+        ip_line = f"WARC-IP-Address: {r.ip}\r\n" if r.ip else ""
         # request: what was sent (reconstructed from the fetcher's fixed headers)
         slash = url.find("/", url.find("://") + 3)
         target = url[slash:] if slash >= 0 else "/"
@@ -299,56 +490,104 @@ class RankWarc:
             status_line = r.status_line or f"HTTP/1.1 {r.status}"
             http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
         block_sha1 = _sha1(http_head)
-        if first is None:
+        if first is None and ref is None:
+            payload_digest = f"sha1:{_b32(digest)}"
             block_sha1.update(body)
             rec = b"".join((
                 f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
-                f"{uri_line}WARC-Concurrent-To: {req_id}\r\nWARC-Payload-Digest: sha1:{_b32(digest)}\r\n"
+                f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
                 f"Content-Type: application/http; msgtype=response\r\n"
                 f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
                 f"Content-Length: {len(http_head) + len(body)}\r\n\r\n".encode("utf-8"),
                 http_head, body, b"\r\n\r\n"))
+            mime = media_type(r.header("content-type"))
         else:
+            if ref is not None:          # a 304: the payload is the earlier session's
+                profile, (ref_uri, ref_date, payload_digest) = PROFILE_NOT_MODIFIED, ref
+                self.not_modified += 1
+            else:                        # the same payload stored earlier in this session
+                profile, (ref_uri, ref_date), payload_digest = _REVISIT_PROFILE, first, f"sha1:{_b32(digest)}"
+                self.revisits += 1
             rec = b"".join((
                 f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
-                f"{uri_line}WARC-Concurrent-To: {req_id}\r\nWARC-Payload-Digest: sha1:{_b32(digest)}\r\n"
-                f"WARC-Profile: {_REVISIT_PROFILE}\r\nWARC-Refers-To-Target-URI: {first[0]}\r\n"
-                f"WARC-Refers-To-Date: {first[1]}\r\n"
+                f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
+                f"WARC-Profile: {profile}\r\nWARC-Refers-To-Target-URI: {ref_uri}\r\n"
+                f"WARC-Refers-To-Date: {ref_date}\r\n"
                 f"Content-Type: application/http; msgtype=response\r\n"
                 f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
                 f"Content-Length: {len(http_head)}\r\n\r\n".encode("utf-8"),
                 http_head, b"\r\n\r\n"))
-            self.revisits += 1
+            mime = "warc/revisit"
         self.records += 2
         member = self._gzip_member
-        return member(req) + member(rec)
+        return member(req), member(rec), (mime, _index_status(http_head), payload_digest)
 
+    # -- checkpoints ------------------------------------------------------------------------------
     def checkpoint(self) -> dict:
-        """What a resume needs: the file size and the content-seen table (waiting records written first)."""
+        """What a resume needs: every file with its size (the current one last, at its size now), the
+        content-seen table and the counters (waiting records written first)."""
         if self.enabled:
             self._drain()
-        return {"offset": self._fh.tell() if self.enabled else 0, "seen": dict(self._seen),
-                "records": self.records, "revisits": self.revisits}
+        files = list(self.closed) + ([(self.name, self._size)] if self._fh is not None else [])
+        return {"offset": self._size if self._fh is not None else 0, "files": files, "seq": self.seq,
+                "seen": dict(self._seen), "records": self.records, "revisits": self.revisits,
+                "not_modified": self.not_modified}
 
     def restore(self, ck: dict) -> None:
-        """Cut the file back to a checkpoint: records written after it are dropped (their URLs are fetched again)."""
+        """Go back to a checkpoint: the current file is cut back to its size then, files begun after it
+        are removed (with their indexes), files closed before it keep theirs (made again if missing).
+        Records written after the checkpoint are dropped: their URLs are fetched again."""
         self._seen = dict(ck["seen"])
         self._pending, self._pending_bytes = [], 0
         self.records, self.revisits = ck["records"], ck["revisits"]
-        if self.enabled:
+        self.not_modified = ck.get("not_modified", 0)
+        if not self.enabled:
+            return
+        if self._fh is not None:
             self._fh.close()
-            with open(self.path, "r+b") as fh:
-                fh.truncate(ck["offset"])
-            self._fh = open(self.path, "ab", buffering=_BUFFER)
+            self._fh = None
+        files = [tuple(f) for f in ck["files"]]
+        self.seq = ck["seq"]
+        current = files[-1] if files and parse_warc_name(files[-1][0])[2] == self.seq else None
+        self.closed = files[:-1] if current is not None else files
+        for p in self.dir.glob(f".{self.prefix}-rank-{self.rank:05d}-*.tmp"):
+            p.unlink()                 # an index being written when the rank was killed
+        for p in self.dir.glob(f"{self.prefix}-rank-{self.rank:05d}-*"):
+            parsed = parse_warc_name(p.name.replace(".cdxj", ".warc.gz"))
+            if parsed is not None and parsed[2] >= self.seq:
+                if current is not None and p.name == current[0]:
+                    continue
+                p.unlink()             # begun after the checkpoint (a WARC file or its index)
+        for name, _ in self.closed:
+            if not index_path(self.dir / name).exists():
+                write_index(self.dir / name, index_lines(self.dir / name))
+        self._index = []
+        if current is not None:
+            name, size = current
+            with open(self.dir / name, "r+b") as fh:
+                fh.truncate(size)
+            index_path(self.dir / name).unlink(missing_ok=True)
+            self._index = index_lines(self.dir / name)
+            self._open()
 
     def flush(self) -> None:
         """Write the waiting records and get the file to disk."""
         if self.enabled:
             self._drain()
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
+            if self._fh is not None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
 
     def close(self) -> None:
+        """Write what waits, close the current file and index it."""
         if self.enabled:
-            self.flush()
-            self._fh.close()
+            self._drain()
+            if self._fh is not None:
+                self._close_file()
+
+
+def _index_status(http_head: bytes) -> str | None:
+    """The status code of a head's status line (its second word), as warcio reads it."""
+    line = http_head.split(b"\r\n", 1)[0].split(b"\n", 1)[0].decode("latin-1").strip()
+    parts = line.split(" ", 2)
+    return parts[1] if len(parts) > 1 else None

@@ -31,7 +31,8 @@ What the config does
   as ``location ^~ PREFIX`` answering ``301 TARGET + rest of $request_uri``;
 * keep-alive (``keepalive_requests`` 1,000,000, ``keepalive_timeout`` 65 s),
   ``sendfile``, an ``open_file_cache``, access log off unless asked; with
-  ``access_log`` it is one JSON object per request (``escape=json``) with
+  ``access_log`` it is one JSON object per request (``escape=json``; ``sent`` and ``received``: the
+  bytes of the whole response and request, heads included) with
   ``$msec`` and ``$request_time`` (:func:`read_access_log` turns those into the
   ``t_start``/``t_end`` fields ``tests/crawlcheck.py`` uses), the connection
   id and serial, and the ``X-ABC-Rank`` header;
@@ -75,7 +76,8 @@ MIME_TYPES = "/etc/nginx/mime.types"
 
 _LOG_FORMAT = ("'{\"t_end\":$msec,\"request_time\":$request_time,\"conn\":$connection,"
                "\"req\":$connection_requests,\"method\":\"$request_method\",\"host\":\"$host\","
-               "\"path\":\"$request_uri\",\"status\":$status,\"bytes\":$body_bytes_sent,"
+               "\"path\":\"$request_uri\",\"status\":$status,\"bytes\":$body_bytes_sent,\"sent\":$bytes_sent,"
+               "\"received\":$request_length,"
                "\"rank\":\"$http_x_abc_rank\"}'")
 
 

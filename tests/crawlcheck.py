@@ -154,6 +154,25 @@ def _log_runs(log) -> list[list[dict]] | None:
     return [log]
 
 
+def cdxj_indexer(path: Path) -> list[str]:
+    """The sorted CDXJ lines cdxj-indexer (PyPI; its command line) makes of one WARC file."""
+    r = subprocess.run([str(BIN / "cdxj-indexer"), "--sort", str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines(keepends=True)
+
+
+def check_indexes(session: Path) -> int:
+    """Every WARC file of a session has its CDXJ index, equal to cdxj-indexer's; returns the number of files."""
+    from abc_crawler.cdxj import index_path, read_index
+
+    files = sorted((session / "warc").glob("*.warc.gz"))
+    for f in files:
+        idx = index_path(f)
+        assert idx.exists(), f"{f} has no index"
+        assert read_index(idx) == cdxj_indexer(f), f
+    return len(files)
+
+
 def recompute_metrics(session: Path) -> dict:
     """The metrics of stats.json (docs/SESSION_FORMAT.md) from graph.npz + exchange.npz with the session's own owner()."""
     g = load_graph(session)

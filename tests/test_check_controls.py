@@ -81,7 +81,7 @@ def test_control_a_crawl_without_rests_under_phase_slots_still_fails(web, tmp_pa
 def _copy(session, tmp_path):
     dst = tmp_path / "copy"
     shutil.copytree(session, dst)
-    return dst, dst / "warc" / "rank-00000.warc.gz"
+    return dst, sorted((dst / "warc").glob("*-rank-00000-*.warc.gz"))[0]
 
 
 def _rebuild(headers: dict, block: bytes, payload_from: int | None = None) -> bytes:

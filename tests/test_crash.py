@@ -163,7 +163,7 @@ def test_an_injected_crash_is_recorded_and_resume_completes_the_crawl(web, tmp_p
         assert not (session / "stats.json").exists()
         # WARC files and checkpoints are intact: every record reads back, every rank has checkpoints
         from warcio.archiveiterator import ArchiveIterator
-        for f in sorted((session / "warc").glob("rank-*.warc.gz")):
+        for f in sorted((session / "warc").glob("*.warc.gz")):
             with open(f, "rb") as fh:
                 for _ in ArchiveIterator(fh):
                     pass

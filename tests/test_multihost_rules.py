@@ -25,9 +25,14 @@ def test_doctests(mod):
     assert doctest.testmod(mod).failed == 0
 
 
-def _state(offset=100, log=20, journal=0):
-    return {"state_version": checkpoint.STATE_VERSION, "superstep": 3, "warc": {"offset": offset, "seen": {}},
-            "log": log, "journal": journal, "x": [1, 2]}
+def _warc(rank, seq=0):
+    return f"s-rank-{rank:05d}-{seq:05d}.warc.gz"
+
+
+def _state(offset=100, log=20, journal=0, rank=0, closed=()):
+    files = [*closed, [_warc(rank, len(closed)), offset]] if offset else list(closed)
+    return {"state_version": checkpoint.STATE_VERSION, "superstep": 3,
+            "warc": {"offset": offset, "files": files, "seen": {}}, "log": log, "journal": journal, "x": [1, 2]}
 
 
 def test_a_checkpoint_of_an_older_state_version_is_refused_by_name(tmp_path):
@@ -47,10 +52,10 @@ def test_checkpoint_names_the_files_it_needs(tmp_path):
     assert load_checkpoint(sd, 0, 3)["x"] == [1, 2]          # the state after the header
     problems = checkpoint_problems(sd, 0, 3)
     assert sorted(p.split()[1] for p in problems) == [str(sd / "checkpoint/rank-00000.log"), str(sd / "journal.bin"),
-                                                      str(sd / "warc/rank-00000.warc.gz")]
+                                                      str(sd / "warc" / _warc(0))]
     assert all(p.startswith("missing ") for p in problems)
     (sd / "warc").mkdir()
-    (sd / "warc/rank-00000.warc.gz").write_bytes(b"w" * 100)
+    (sd / "warc" / _warc(0)).write_bytes(b"w" * 100)
     (sd / "checkpoint/rank-00000.log").write_bytes(b"l" * 25)      # longer than recorded: fine (cut back)
     (sd / "journal.bin").write_bytes(b"j" * 29)                     # one byte short
     assert checkpoint_problems(sd, 0, 3) == [
@@ -63,12 +68,25 @@ def test_checkpoint_names_the_files_it_needs(tmp_path):
     assert checkpoint_problems(sd, 0, 3)[0].startswith("unreadable ")
 
 
+def test_a_checkpoint_needs_every_warc_file_of_a_rotated_rank(tmp_path):
+    """Rotation: the closed files whole, the current one to its size at the checkpoint."""
+    sd = tmp_path
+    save_checkpoint(sd, 2, 5, _state(offset=40, log=0, rank=2, closed=[[_warc(2, 0), 900], [_warc(2, 1), 800]]))
+    (sd / "warc").mkdir()
+    for seq, n in ((0, 900), (1, 799), (2, 55)):
+        (sd / "warc" / _warc(2, seq)).write_bytes(b"w" * n)
+    assert checkpoint_problems(sd, 2, 5) == [
+        f"{sd / 'warc' / _warc(2, 1)} holds 799 bytes, the checkpoint of superstep 5 needs 800"]
+    (sd / "warc" / _warc(2, 0)).unlink()
+    assert len(checkpoint_problems(sd, 2, 5)) == 2
+
+
 def test_format1_checkpoint_without_header_is_still_read(tmp_path):
     (tmp_path / "checkpoint").mkdir()
-    (tmp_path / "checkpoint/rank-00001.00000007.ckpt").write_bytes(pickle.dumps(_state(offset=10, log=0)))
+    (tmp_path / "checkpoint/rank-00001.00000007.ckpt").write_bytes(pickle.dumps(_state(offset=10, log=0, rank=1)))
     assert load_checkpoint(tmp_path, 1, 7)["x"] == [1, 2]
     assert checkpoint_problems(tmp_path, 1, 7) == [
-        f"missing {tmp_path / 'warc/rank-00001.warc.gz'} (the checkpoint of superstep 7 needs its first 10 bytes)"]
+        f"missing {tmp_path / 'warc' / _warc(1)} (the checkpoint of superstep 7 needs its first 10 bytes)"]
     assert resume_inventory(tmp_path, 1) == {7: checkpoint_problems(tmp_path, 1, 7)}
     assert resume_inventory(tmp_path, 0) == {}
 
@@ -113,6 +131,14 @@ def test_rank_files_lists_what_each_rank_wrote(tmp_path):
     assert [f["path"] for f in rank_files(sd, 0, session_wide=True)] == [
         "graph.npz", "report/report.md", "stats.json", "warc/rank-00000.warc.gz"]
     assert [f["path"] for f in rank_files(sd, 12)] == ["warc/rank-00012.warc.gz"]
+    # rotated WARC files and their indexes, named after the session (which may contain "rank")
+    for rel in ("warc/my-rank-run-rank-00001-00000.warc.gz", "warc/my-rank-run-rank-00001-00000.cdxj",
+                "warc/my-rank-run-rank-00001-00001.warc.gz", "warc/my-rank-run-rank-00002-00000.warc.gz"):
+        (sd / rel).write_bytes(b"w")
+    assert [f["path"] for f in rank_files(sd, 1) if f["path"].startswith("warc/my")] == [
+        "warc/my-rank-run-rank-00001-00000.cdxj", "warc/my-rank-run-rank-00001-00000.warc.gz",
+        "warc/my-rank-run-rank-00001-00001.warc.gz"]
+    assert [f["path"] for f in rank_files(sd, 0, session_wide=True) if f["path"].startswith("warc/my")] == []
 
 
 def test_prepare_rank_dir(tmp_path):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import MPIEXEC, check_session, generate, rank_pids, serve
+from crawlcheck import MPIEXEC, check_indexes, check_session, generate, rank_pids, serve
 
 BIN = Path(sys.executable).parent
 
@@ -94,6 +94,51 @@ def test_resume_loses_and_duplicates_nothing(web, tmp_path, how):
     assert facts["stats"]["requests"] == len(facts["manifest"]["expected"]["requested"])
     again = facts["log"]["once"]["answers"] - facts["log"]["once"]["pages"]
     assert again < facts["log"]["once"]["pages"]
+
+
+def test_kill9_with_rotated_warc_files_then_resume(web, tmp_path):
+    """kill -9 of every rank during a crawl whose WARC files rotate every 60 kB, then --resume:
+    every page exactly once over all the files, every file indexed (the same lines as
+    cdxj-indexer's), the manifest lists every rank's files, the validator table one row per page."""
+    import numpy as np
+
+    from abc_crawler.validators import load_table
+
+    session = tmp_path / "s"
+    cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
+           "--session-dir", str(session), "--politeness-delay", "0", "--phases", "off", "--checkpoint-seconds", "0.3",
+           "--superstep-seconds", "0.3", "--no-stats", "--progress-seconds", "60", "--warc-max-bytes", "60000",
+           "--warc-batch", "4"]
+    with serve(web, latency=0.003):
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            # kill once some rank has rotated and a common checkpoint exists
+            while ((_newest_checkpoint(session) < 2 or len(list((session / "warc").glob("*.cdxj"))) < 2)
+                   and proc.poll() is None and time.monotonic() < deadline):
+                time.sleep(0.02)
+            assert proc.poll() is None, "the crawl ended before it could be interrupted"
+            for p in rank_pids(str(session)):
+                os.kill(p, signal.SIGKILL)
+            proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        r = subprocess.run([MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), "--resume", str(session)],
+                           capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    facts = check_session(web, session)            # every page exactly once over all WARC files
+    n_files = check_indexes(session)               # every file indexed, as cdxj-indexer indexes it
+    assert n_files > 8
+    manifest = json.loads((session / "manifest.json").read_text())
+    listed = {f["path"] for loc in manifest["locations"] for f in loc["files"]}
+    on_disk = {f"warc/{p.name}" for p in (session / "warc").iterdir()}
+    assert on_disk <= listed and len(on_disk) == 2 * n_files
+    t = load_table(session)
+    answered = {facts["metrics"]["graph"].urls[i] for i in np.flatnonzero(facts["metrics"]["graph"].url_status > 0)}
+    assert sorted(t["url"]) == sorted(answered)
+    assert all(f"warc/{f}" in listed for f in t["file"])
 
 
 def test_resume_refuses_another_number_of_ranks(web, tmp_path):

@@ -7,6 +7,13 @@ from abc_crawler.fetcher import Response
 from abc_crawler.warc import RankWarc
 
 
+def _file(session, rank, seq=0):
+    """The path of a rank's WARC file number ``seq`` in a session directory."""
+    from abc_crawler.warc import session_prefix, warc_name
+
+    return session / "warc" / warc_name(session_prefix(session), rank, seq)
+
+
 def _resp(url, body, status=200):
     return Response(key=None, url=url, status=status, status_line=f"HTTP/1.1 {status} OK",
                     headers=[("Content-Type", "text/html"), ("Content-Length", str(len(body)))], body=body,
@@ -21,7 +28,7 @@ def test_records_read_back_with_valid_digests(tmp_path):
     w.write(_resp("http://h.test/r", b"", status=301))
     w.close()
     recs = []
-    with open(tmp_path / "warc" / "rank-00003.warc.gz", "rb") as fh:
+    with open(_file(tmp_path, 3), "rb") as fh:
         for rec in ArchiveIterator(fh, check_digests="raise"):
             body = rec.content_stream().read()
             recs.append((rec.rec_type, rec.rec_headers.get_header("WARC-Target-URI"), body, rec))
@@ -49,7 +56,7 @@ def test_checkpoint_restore_truncates(tmp_path):
     w.restore(ck)
     w.write(_resp("http://h.test/c", b"C"))
     w.close()
-    with open(tmp_path / "warc" / "rank-00000.warc.gz", "rb") as fh:
+    with open(_file(tmp_path, 0), "rb") as fh:
         uris = [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh) if r.rec_type == "response"]
     assert uris == ["http://h.test/a", "http://h.test/c"]
 
@@ -214,7 +221,7 @@ def test_records_equal_the_previous_writer_one_member_each(tmp_path, backend, ba
     w._next_id = lambda: f"<urn:uuid:00000000-0000-4000-8000-{next(counter):012x}>"
     dups = [w.write(r) for r in rs]
     w.close()
-    members = _members((tmp_path / "warc" / "rank-00001.warc.gz").read_bytes())
+    members = _members((_file(tmp_path, 1)).read_bytes())
     assert members[0].startswith(b"WARC/1.1\r\nWARC-Type: warcinfo\r\n")
     ref_counter = iter(range(10**6))              # the warcinfo record was written with the writer's own id
     ref = _reference_records(rs, lambda: f"<urn:uuid:00000000-0000-4000-8000-{next(ref_counter):012x}>")
@@ -230,7 +237,7 @@ def test_warcio_reads_every_backend_with_digests(tmp_path, backend):
         w.write(r)
     w.close()
     n = 0
-    with open(tmp_path / "warc" / "rank-00002.warc.gz", "rb") as fh:
+    with open(_file(tmp_path, 2), "rb") as fh:
         it = ArchiveIterator(fh, check_digests="raise")
         for rec in it:
             rec.content_stream().read()
@@ -246,7 +253,7 @@ def test_checkpoint_offsets_fall_on_member_boundaries(tmp_path):
         w.write(r)
         offsets.append(w.checkpoint()["offset"])
     w.close()
-    data = (tmp_path / "warc" / "rank-00004.warc.gz").read_bytes()
+    data = (_file(tmp_path, 4)).read_bytes()
     assert offsets[-1] == len(data)
     for i, off in enumerate(offsets):
         assert len(_members(data[:off])) == 1 + 2 * (i + 1)
@@ -262,12 +269,12 @@ def test_response_records_keep_the_head_as_received(tmp_path):
     w = RankWarc(tmp_path, 3)
     assert w.write(r) is False and w.write(again) is True
     w.close()
-    with open(tmp_path / "warc" / "rank-00003.warc.gz", "rb") as fh:     # valid, digests included
+    with open(_file(tmp_path, 3), "rb") as fh:     # valid, digests included
         heads = [rec.http_headers.get_header("X-Odd") for rec in ArchiveIterator(fh, check_digests="raise")
                  if rec.rec_type in ("response", "revisit")]
     assert heads == ["two  spaces", None]
     blocks = {}
-    for m in _members((tmp_path / "warc" / "rank-00003.warc.gz").read_bytes()):
+    for m in _members((_file(tmp_path, 3)).read_bytes()):
         warc_head, _, block = m.partition(b"\r\n\r\n")
         for kind in (b"response", b"revisit"):
             if b"\r\nWARC-Type: " + kind + b"\r\n" in warc_head:
@@ -285,7 +292,7 @@ def _uris(path, kinds=("response", "revisit")):
 
 def test_batches_are_written_when_full_and_at_every_checkpoint(tmp_path):
     w = RankWarc(tmp_path, 5, batch=3)
-    path = tmp_path / "warc" / "rank-00005.warc.gz"
+    path = _file(tmp_path, 5)
     start = w.checkpoint()["offset"]                        # the warcinfo record
     for i in range(2):
         w.write(_resp(f"http://h.test/{i}", b"body %d" % i))
@@ -311,7 +318,7 @@ def test_a_batch_ends_at_one_mib_of_bodies(tmp_path):
         assert w._pending_bytes < 1 << 20                   # bodies held back never reach 1 MiB
     assert w.records == 6                                   # the first three pages went out together
     w.close()
-    assert _uris(tmp_path / "warc" / "rank-00006.warc.gz") == [f"http://h.test/{i}" for i in range(5)]
+    assert _uris(_file(tmp_path, 6)) == [f"http://h.test/{i}" for i in range(5)]
 
 
 def test_restore_drops_pages_waiting_in_a_batch(tmp_path):
@@ -323,7 +330,7 @@ def test_restore_drops_pages_waiting_in_a_batch(tmp_path):
     w.write(_resp("http://h.test/c", b"C"))
     w.write(_resp("http://h.test/d", b"A"))                 # A was stored before the checkpoint: a revisit
     w.close()
-    assert _uris(tmp_path / "warc" / "rank-00007.warc.gz") == ["http://h.test/a", "http://h.test/c", "http://h.test/d"]
+    assert _uris(_file(tmp_path, 7)) == ["http://h.test/a", "http://h.test/c", "http://h.test/d"]
     assert w.records == 6 and w.revisits == 1
 
 
@@ -332,7 +339,7 @@ def test_duplicates_inside_one_batch_become_revisits_of_the_first(tmp_path):
     assert [w.write(_resp(f"http://h.test/{i}", b"same" if i % 2 else b"own %d" % i)) for i in range(6)] == \
         [False, False, False, True, False, True]
     w.close()
-    with open(tmp_path / "warc" / "rank-00008.warc.gz", "rb") as fh:
+    with open(_file(tmp_path, 8), "rb") as fh:
         revisits = [(r.rec_headers.get_header("WARC-Target-URI"), r.rec_headers.get_header("WARC-Refers-To-Target-URI"))
                     for r in ArchiveIterator(fh, check_digests="raise") if r.rec_type == "revisit"]
     assert revisits == [("http://h.test/3", "http://h.test/1"), ("http://h.test/5", "http://h.test/1")]

@@ -76,7 +76,7 @@ def read_session_warc(session: Path) -> list[WarcRecord]:
     from warcio.exceptions import ArchiveLoadFailed
 
     out: list[WarcRecord] = []
-    for f in sorted((session / "warc").glob("rank-*.warc.gz")):
+    for f in sorted((session / "warc").glob("*.warc.gz")):
         raws = members(f.read_bytes())
         payloads = []
         with open(f, "rb") as fh:

@@ -19,6 +19,7 @@ class RankCounters:
     bytes_decoded: int = 0        # the same bodies with their Content-Encoding undone
     nodes: int = 0
     duplicates: int = 0
+    not_modified: int = 0         # pages answered 304 to a conditional request (--previous)
     volume: int = 0               # Türk MV
     messages_thesis: int = 0
     wire_bytes: int = 0

@@ -73,6 +73,7 @@ class BatchRunner:
         self.gaps: deque[tuple[float, float]] = deque(maxlen=512)   # (end, length) of long loop gaps
         self.last_turn = time.monotonic()
         self.responses = 0                      # final answers processed (the loop reads and resets)
+        self.previous = pages.previous          # the previous session's share (--previous), or None
 
     @property
     def in_flight(self) -> int:
@@ -197,7 +198,9 @@ class BatchRunner:
                 return
             b.current = idx
             self.counters.requests += 1
-            self.fetcher.submit(("page", host), url, timeout=limit)
+            # a URL the previous session stored is asked conditionally (If-None-Match / If-Modified-Since)
+            self.fetcher.submit(("page", host), url, timeout=limit, headers=(
+                self.previous.conditional_headers(fingerprint(url)) if self.previous is not None else ()))
             return
         # batch done
         del self.batches[host]
@@ -362,7 +365,7 @@ class BatchRunner:
         self.responses += 1
         fp = fingerprint(r.url)
         try:
-            status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, self.router.pop_hops(fp))
+            status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, self.router.pop_hops(fp), fp)
         except Exception as exc:  # a crawler must not die on a page: counted, and named in the graph
             kind = f"internal_{type(exc).__name__}"
             c.errors[kind] += 1

@@ -34,7 +34,8 @@ from ..robots import RobotsCache, decode_shared, encode_shared
 from ..scope import Scope, ScopeRules
 from ..seen import new_fpset
 from ..sitemaps import seed_sitemap_urls
-from ..warc import RankWarc
+from ..validators import PreviousShare, ValidatorLog
+from ..warc import RankWarc, warcinfo_fields
 from . import state
 from .counters import RankCounters
 from .decisions import budget_share
@@ -113,7 +114,8 @@ class RankCrawler:
 
     def __init__(self, cfg: CrawlConfig, comm: Communicator, scope: Scope, assignment: Assignment,
                  seeds: list[str], session_dir: str, stop: StopFlag, rank0: Rank0Role | None = None,
-                 holders: HolderTable | None = None, rules: ScopeRules | None = None, proxies=None, ca=None):
+                 holders: HolderTable | None = None, rules: ScopeRules | None = None, proxies=None, ca=None,
+                 previous: PreviousShare | None = None):
         self.cfg = cfg
         self.comm = comm
         self.rank = rank = comm.rank
@@ -133,7 +135,11 @@ class RankCrawler:
                                addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
                                proxies=proxies, ca=ca, contact=cfg.contact, rank_header=cfg.test_rank_header)
         self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots)
-        self.warc = RankWarc(session_dir, rank, enabled=cfg.warc, batch=cfg.warc_batch)
+        # the validators of every page stored (validators.npz at the end; the next session's --previous)
+        self.validators = ValidatorLog()
+        self.previous = previous
+        self.warc = RankWarc(session_dir, rank, enabled=cfg.warc, batch=cfg.warc_batch, max_bytes=cfg.warc_max_bytes,
+                             info=self.warcinfo(), on_page=self.validators.on_page)
         self.clock = SharedClock(clock_skew(cfg.test_clock_skew, rank), reference=rank == 0)
         self.links = LinkClassifier.from_config(cfg, scope, assignment, rank, counters, rules)
         host_cap = -(-cfg.max_pages_per_host // (1 if assignment.site_level else size))
@@ -150,7 +156,8 @@ class RankCrawler:
             self.gate = SlotGate(rank, self.phase_clock, holders, self.clock, comm, self.frontier, self.hosts,
                                  counters, handover=cfg.slot_handover)
         pages = PageProcessor(self.warc, self.links, counters, max_redirects=cfg.max_redirects,
-                              max_inflated_bytes=cfg.max_inflated_bytes)
+                              max_inflated_bytes=cfg.max_inflated_bytes, previous=previous,
+                              validators=self.validators)
         # robots.txt answers are sent to every rank under page-level assignment (they crawl the host
         # too); not for hosts only this rank ever fetches
         share = size > 1 and not assignment.site_level and cfg.robots
@@ -170,6 +177,19 @@ class RankCrawler:
         self.ckpt_log: CheckpointLog | None = None   # append-only part of the checkpoints
         self.cpu_before = 0.0                        # CPU seconds of earlier runs (after --resume)
         self.resumed_from: int | None = None
+
+    def warcinfo(self) -> list[tuple[str, str]]:
+        """The warcinfo fields of this rank's WARC files (no operator: abc-crawl has no contact
+        setting to take it from)."""
+        import platform
+
+        from .. import __version__
+        from ..warc import session_prefix
+
+        cfg = self.cfg
+        return warcinfo_fields(version=__version__, session=session_prefix(self.session_dir), rank=self.rank,
+                               host=platform.node(), user_agent=cfg.user_agent, robots=cfg.robots,
+                               settings=cfg.as_dict())
 
     def empty_state(self) -> tuple[Frontier, object]:
         """An empty frontier and URL-seen set (URLs admitted here or sent to their owner), with a
@@ -200,7 +220,11 @@ class RankCrawler:
 
     # -- the loop --------------------------------------------------------------------------------
     def add_seeds(self) -> None:
+        """The seeds this rank owns, and the URLs the previous session knew but did not fetch (each
+        rank got its own from rank 0)."""
         mine = [t for t in map(self.links.target, self.seeds) if t[2] == self.rank]
+        if self.previous is not None:
+            mine += [t for t in map(self.links.target, self.previous.seeds) if t[2] == self.rank]
         self.router.route(None, mine)
         if self.cfg.sitemaps:                    # /sitemap.xml of every seed host, by its owner
             files = self.links.sitemap_targets(None, seed_sitemap_urls(self.seeds), mine_only=True)
@@ -400,7 +424,7 @@ class RankCrawler:
             "rank": self.rank, "pages": c.pages_ok, "bytes": c.bytes, "requests": c.requests,
             "cpu_s": round(self.cpu_seconds(), 3), "responses": c.responses,
             "pages_failed": c.pages_failed, "pages_redirected": c.pages_redirected, "nodes": c.nodes,
-            "duplicates": c.duplicates, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
+            "duplicates": c.duplicates, "not_modified": c.not_modified, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
             "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
             "robots_fetches": self.robots.fetches, "robots_adopted": self.robots.adopted, "batches": c.batches,
             "urls_per_connection": round(c.requests / conns, 2) if conns else 0.0,
@@ -420,4 +444,5 @@ class RankCrawler:
             "frontier": self.frontier.counts(), "warc_records": self.warc.records,
             "warc_revisits": self.warc.revisits, "bytes_decoded": c.bytes_decoded, "sitemaps": dict(c.sitemaps),
             "robots_redirects": self.robots.redirects, "refused_connections": self.fetcher.refused,
+            "warc_files": self.warc.files,
         }

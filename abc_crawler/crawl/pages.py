@@ -1,14 +1,21 @@
 """What a final answer becomes: the WARC records, the page's outcome for rank 0's graph, and
 the links to follow (the body is stored as received, decoded within the bomb limit and parsed
 with lxml); and what a sitemap file lists (:func:`abc_crawler.sitemaps.read_sitemap`), which is
-not a page: not stored, not reported to rank 0, its URLs not links."""
+not a page: not stored, not reported to rank 0, its URLs not links.
+
+A ``304 Not Modified`` to a conditional request (``--previous``) stands for the earlier 200: it is
+stored as a server-not-modified revisit of the earlier payload, counted (``not_modified``, and as
+a page crawled with the earlier body's size), and when the earlier page was a graph node it is one
+again, with the links the earlier session found on it — so the graph and the exchange are what
+fetching the page would have given."""
 from __future__ import annotations
 
 from ..fetcher import Response
 from ..limits import InflateError, inflate
 from ..parser import charset_of, extract_links, is_html
 from ..sitemaps import MAX_INDEX_DEPTH, read_sitemap
-from ..urls import scheme_of
+from ..urls import fingerprint, scheme_of
+from ..validators import PreviousShare, ValidatorLog
 from ..warc import RankWarc
 from .counters import RankCounters
 from .links import LinkClassifier, Target
@@ -27,12 +34,15 @@ class PageProcessor:
     ``sitemap_outcome(response, level)``."""
 
     def __init__(self, warc: RankWarc, links: LinkClassifier, counters: RankCounters, *, max_redirects: int,
-                 max_inflated_bytes: int):
+                 max_inflated_bytes: int, previous: PreviousShare | None = None,
+                 validators: ValidatorLog | None = None):
         self.warc = warc
         self.links = links
         self.counters = counters
         self.max_redirects = max_redirects
         self.max_inflated = max_inflated_bytes
+        self.previous = previous
+        self.validators = validators
 
     def decoded(self, r: Response) -> tuple[bytes | None, str | None]:
         """The body with its Content-Encoding undone (within --max-inflated-bytes), or (None, error kind)."""
@@ -44,14 +54,16 @@ class PageProcessor:
         except InflateError as exc:
             return None, exc.kind
 
-    def outcome(self, r: Response, hops_in: int) -> PageOutcome:
+    def outcome(self, r: Response, hops_in: int, fp: int | None = None) -> PageOutcome:
         """Record the answer in the WARC file (as received) and say what it is; ``hops_in``: the
-        redirect hops that led to this URL."""
+        redirect hops that led to this URL; ``fp``: the URL's fingerprint if known."""
         c = self.counters
         if r.error is not None:
             c.pages_failed += 1
             c.errors[r.error] += 1
             return -1, 0, False, [], 0, r.error
+        if r.status == 304:
+            return self.not_modified(r, fingerprint(r.url) if fp is None else fp)
         nbytes = len(r.body)
         c.bytes += nbytes
         body, decode_error = self.decoded(r)
@@ -130,3 +142,22 @@ class PageProcessor:
         elif f.sitemaps:
             files = self.links.sitemap_targets(r.url, f.sitemaps)
         return pages, files, level + 1
+
+    def not_modified(self, r: Response, fp: int) -> PageOutcome:
+        """A 304: the earlier answer it stands for, or (not asked conditionally) a plain status."""
+        c = self.counters
+        prev = self.previous.lookup(fp) if self.previous is not None else None
+        if prev is None:                         # a 304 to an unconditional request: nothing to stand for
+            c.errors["not_modified_unasked"] += 1
+            self.warc.write(r)
+            return r.status, 0, False, [], 0, "not_modified_unasked"
+        c.not_modified += 1
+        c.pages_ok += 1
+        c.bytes += prev.body_bytes
+        if self.validators is not None:
+            self.validators.expect_not_modified(r.url, prev)
+        self.warc.write_not_modified(r, prev.payload_url, prev.payload_date, prev.digest)
+        if not prev.node:
+            return r.status, prev.body_bytes, False, [], 0, "status_304"
+        c.nodes += 1
+        return r.status, prev.body_bytes, True, self.links.targets(r.url, None, prev.links), 0, ""

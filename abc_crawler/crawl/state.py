@@ -8,10 +8,15 @@ Version history:
 * 1 (sessions before the rank loop was split into :mod:`abc_crawler.crawl`): the pickled objects
   themselves (counters, report, per-host dicts) — refused: resume it with the version that wrote
   it, or start a new session;
-* 2: this module's :func:`capture`. Keys added since, read with a default when absent (an older
-  state of version 2 means the same without them): ``depth`` (URL fingerprint → link hops from a
-  seed, with ``--max-depth``) and ``sitemaps`` (fingerprint → sitemap-index level of the sitemap
-  files admitted); the counters ``bytes_decoded`` and ``sitemaps``.
+* 2: this module's :func:`capture` with one WARC file per rank (``warc/rank-NNNNN.warc.gz``) —
+  refused (the files are named and rotated otherwise since): resume it with the version that
+  wrote it, or start a new session;
+* 3: the WARC writer's state lists its files (rotation at ``--warc-max-bytes``), and every
+  increment of the checkpoint log carries the validator rows of the pages stored since the last
+  checkpoint (:mod:`abc_crawler.validators`). Keys added since, read with a default when absent
+  (an older state of version 3 means the same without them): ``depth`` (URL fingerprint → link
+  hops from a seed, with ``--max-depth``) and ``sitemaps`` (fingerprint → sitemap-index level of
+  the sitemap files admitted); the counters ``bytes_decoded`` and ``sitemaps``.
 """
 from __future__ import annotations
 
@@ -68,7 +73,8 @@ def save(crawler) -> None:
         crawler.ckpt_log = CheckpointLog(crawler.session_dir, crawler.rank)
     # new URLs and changed fingerprints since the last checkpoint: appended to the log
     log_len = crawler.ckpt_log.append({"frontier": crawler.frontier.take_increment(),
-                                       "seen": crawler.seen.take_changes()})
+                                       "seen": crawler.seen.take_changes(),
+                                       "validators": crawler.validators.take_increment()})
     save_checkpoint(crawler.session_dir, crawler.rank, crawler.superstep, capture(crawler, log_len))
 
 
@@ -80,9 +86,12 @@ def restore(crawler, superstep: int) -> None:
         st = {"state_version": 1}
     check_version(st, f"{crawler.session_dir}: rank {crawler.rank}, superstep {superstep}")
     f, seen = crawler.empty_state()
+    validators = crawler.validators
+    validators.reset()                         # in place: the WARC writer and the pages hold it
     for inc in CheckpointLog.truncate_and_read(crawler.session_dir, crawler.rank, st["log"]):
         f.apply_increment(inc["frontier"])
         seen.merge(*inc["seen"])
+        validators.apply_increment(inc["validators"])
     # URLs that were being fetched are fetched again; the Bucket starts empty
     f.restore_state(st["frontier"])
     crawler.use_state(f, seen)

@@ -220,6 +220,18 @@ def _cmd_exec(a) -> int:
         srv.stop()
 
 
+def _cmd_change(a) -> int:
+    from .changes import change_pages
+
+    _manifest(a.dir)
+    try:
+        changed = change_pages(a.dir, a.pages, a.seed)
+    except ValueError as exc:
+        raise _Fail(f"{a.dir}: {exc}") from None
+    print(f"{a.dir}: {len(changed)} pages changed (listed in manifest.json 'changed'); serve the web anew")
+    return 0
+
+
 def _terminal_foreground() -> bool:
     """True when this process group owns the controlling terminal (keyboard signals reach CMD too)."""
     for stream in (sys.stdin, sys.stdout, sys.stderr):
@@ -346,7 +358,7 @@ def bench_fetch(urls: list[str], resolve: list[str], connections: int = 64, seco
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="abc-testweb", description="Local test web: generate, serve, exec, bench.")
+    p = _Parser(prog="abc-testweb", description="Local test web: generate, serve, exec, change, bench.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     g = sub.add_parser("generate", help="write a synthetic web")
@@ -398,6 +410,12 @@ def _build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-seconds", type=float, default=3600.0)
     e.add_argument("cmd", nargs="*", help="after '--'")
     e.set_defaults(func=_cmd_exec)
+
+    c = sub.add_parser("change", help="change pages of a generated web on disk (for re-crawls with --previous)")
+    c.add_argument("dir")
+    c.add_argument("--pages", type=int, required=True, help="how many HTML pages to change")
+    c.add_argument("--seed", type=int, default=0)
+    c.set_defaults(func=_cmd_change)
 
     b = sub.add_parser("bench", help="measure the server with pycurl CurlMulti")
     b.add_argument("dir")

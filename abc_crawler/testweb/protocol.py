@@ -5,7 +5,10 @@ Keep-alive by default (HTTP/1.1; HTTP/1.0 with ``Connection: keep-alive``),
 HEAD (other methods: 405; a chunked request body: 501; a head over 64 KiB:
 431; ``FLUSH``: the test hook that flushes the access log, below), every plain response with ``Content-Length``. The virtual host is the
 ``Host`` header (case-insensitive, port ignored) or the host of an
-absolute-form request target. A :class:`~.responses.Plan` is sent by its
+absolute-form request target. Conditional GET and HEAD are answered as RFC
+9110 13.2.2 says (``If-None-Match`` first, weak comparison; else
+``If-Modified-Since``): ``304 Not Modified`` with the validators and no body,
+logged with status 304. A :class:`~.responses.Plan` is sent by its
 transport (normal, drip, reset, stall), with backpressure: the transport's
 write buffer limit is 0, so ``pause_writing``/``resume_writing`` pace the
 body in 256 KiB writes and a slow reader never makes the server hold a
@@ -30,7 +33,7 @@ import socket
 import struct
 import time
 
-from .responses import HTML_TYPE, Plan, response_head, status_body
+from .responses import HTML_TYPE, Plan, not_modified, not_modified_head, response_head, status_body
 
 __all__ = ["Connection", "MAX_HEAD"]
 
@@ -173,6 +176,7 @@ class Connection(asyncio.Protocol):
         rank = -1
         clen = 0
         chunked = False
+        inm = ims = None
         for line in lines[1:]:
             name, sep, value = line.partition(b":")
             if not sep:
@@ -196,6 +200,10 @@ class Connection(asyncio.Protocol):
                     return
             elif name == b"transfer-encoding":
                 chunked = True
+            elif name == b"if-none-match":
+                inm = value if inm is None else inm + b"," + value     # a list may span several lines
+            elif name == b"if-modified-since":
+                ims = value.strip() if ims is None else ims + b"," + value.strip()
         if version == b"HTTP/1.1":
             keep = b"close" not in conn
         else:
@@ -230,6 +238,9 @@ class Connection(asyncio.Protocol):
             return
         moved = self.core.redirect_to_https(hs, target) if self.scheme == "http" else None
         status, rhead, body = moved if moved is not None else self.core.site.respond(hs, target)
+        if (inm is not None or ims is not None) and status == 200 and type(body) is bytes \
+                and not_modified(rhead, inm, ims):
+            status, rhead, body = 304, not_modified_head(rhead), b""
         if method == "HEAD" and type(body) is bytes:
             body = b""
         if self.core.latency > 0:

@@ -7,10 +7,12 @@ is not one plain byte string (generated, streamed, dripped, cut or stalled).
 """
 from __future__ import annotations
 
+import email.utils
+import hashlib
 import mimetypes
 
 __all__ = ["REASONS", "HTML_TYPE", "ServerError", "Plan", "status_body", "response_head", "guess_type",
-           "patch_head"]
+           "patch_head", "validator_headers", "not_modified", "not_modified_head"]
 
 REASONS = {
     200: "OK", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
@@ -105,3 +107,79 @@ def patch_head(head: bytes, length: int | None, add: list[tuple[str, str]], drop
         keep.append(b"Content-Length: %d" % length)
     keep += [f"{k}: {v}".encode("latin-1", "replace") for k, v in add]
     return b"\r\n".join(keep) + b"\r\n"
+
+
+# -- conditional requests (RFC 9110 section 13) ---------------------------------------------------
+
+def validator_headers(body: bytes, mtime: float) -> str:
+    r"""``ETag`` and ``Last-Modified`` header lines of a static representation.
+
+    The entity tag is strong (no ``W/``): a hash of the body, so it changes exactly when the bytes
+    do; Last-Modified is the file's modification time (whole seconds, as HTTP-dates have).
+
+    >>> validator_headers(b"abc", 0.0)
+    'ETag: "a9993e364706816a"\r\nLast-Modified: Thu, 01 Jan 1970 00:00:00 GMT\r\n'
+    """
+    tag = hashlib.sha1(body).hexdigest()[:16]
+    return f'ETag: "{tag}"\r\nLast-Modified: {email.utils.formatdate(int(mtime), usegmt=True)}\r\n'
+
+
+def _head_field(head: bytes, name: bytes) -> bytes | None:
+    for line in head.split(b"\r\n")[1:]:
+        k, sep, v = line.partition(b":")
+        if sep and k.strip().lower() == name:
+            return v.strip()
+    return None
+
+
+def _opaque(tag: bytes) -> bytes:
+    """An entity tag for the weak comparison (RFC 9110 8.8.3.2): ``W/`` dropped."""
+    return tag[2:] if tag[:2] == b"W/" else tag
+
+
+def not_modified(head: bytes, if_none_match: bytes | None, if_modified_since: bytes | None) -> bool:
+    r"""True when a GET or HEAD of the representation whose 200 ``head`` is given must be answered 304.
+
+    RFC 9110 13.2.2: ``If-None-Match`` is evaluated first, with the weak comparison (``*`` matches
+    any current representation); when it is present ``If-Modified-Since`` is ignored. Otherwise
+    ``If-Modified-Since`` (ignored unless one valid HTTP-date) is false when the representation was
+    last modified at or before the date given.
+
+    >>> h = b'HTTP/1.1 200 OK\r\nETag: "x1"\r\nLast-Modified: Thu, 01 Jan 1970 00:01:00 GMT\r\n'
+    >>> not_modified(h, b'"x0", W/"x1"', None), not_modified(h, b'"x0"', b"Thu, 01 Jan 1970 00:02:00 GMT")
+    (True, False)
+    >>> not_modified(h, None, b"Thu, 01 Jan 1970 00:01:00 GMT"), not_modified(h, None, b"Thu, 01 Jan 1970 00:00:59 GMT")
+    (True, False)
+    >>> not_modified(h, b"*", None), not_modified(h, None, b"yesterday")
+    (True, False)
+    """
+    if if_none_match is not None:
+        etag = _head_field(head, b"etag")
+        if etag is None:
+            return False
+        if if_none_match.strip() == b"*":
+            return True
+        mine = _opaque(etag)
+        return any(_opaque(t.strip()) == mine for t in if_none_match.split(b",") if t.strip())
+    if if_modified_since is None or b"," in if_modified_since.replace(b", ", b" ", 1):
+        return False        # absent, or more than one member
+    lm = _head_field(head, b"last-modified")
+    if lm is None:
+        return False
+    try:
+        since = email.utils.parsedate_to_datetime(if_modified_since.decode("latin-1"))
+        modified = email.utils.parsedate_to_datetime(lm.decode("latin-1"))
+    except (TypeError, ValueError, IndexError):
+        return False        # not a valid HTTP-date: ignored
+    return modified <= since
+
+
+def not_modified_head(head: bytes) -> bytes:
+    """The 304 head for a 200 ``head``: status line, ``Server`` and the validators (RFC 9110 15.4.5:
+    no Content-Length, no body)."""
+    out = b"HTTP/1.1 304 Not Modified\r\nServer: abc-testweb\r\n"
+    for name, field in ((b"etag", b"ETag"), (b"last-modified", b"Last-Modified")):
+        v = _head_field(head, name)
+        if v is not None:
+            out += field + b": " + v + b"\r\n"
+    return out

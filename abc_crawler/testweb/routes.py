@@ -6,8 +6,10 @@ without routes.json), any file under ``sites/<host>/`` (symlinks followed; a
 directory answers its ``index.html`` or a 301 to the slash form; ``x.gz`` on
 disk is served decompressed as ``x``); unknown hosts and paths answer 404.
 Hosts with a ``modes`` entry and rich routes are answered by :mod:`.modes`.
-Plain bodies are cached in memory up to ``cache_bytes``. The routes.json
-format is in ``docs/TESTWEB.md``.
+Plain bodies are cached in memory up to ``cache_bytes``. A file's 200
+carries a strong ``ETag`` (a hash of its bytes) and ``Last-Modified`` (its
+mtime), which conditional requests are evaluated against (:mod:`.protocol`).
+The routes.json format is in ``docs/TESTWEB.md``.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from .modes import check_route, is_plain, load_mode, mode_response, rich_response
-from .responses import HTML_TYPE, Plan, ServerError, guess_type, response_head, status_body
+from .responses import HTML_TYPE, Plan, ServerError, guess_type, response_head, status_body, validator_headers
 
 __all__ = ["WebSite"]
 
@@ -113,16 +115,20 @@ class WebSite:
         status = int(route.get("status", 200))
         ctype = route.get("type")
         f = route.get("file")
+        extra = ""
         if f is not None:
+            path = self.sites / host / f
             try:
-                body = (self.sites / host / f).read_bytes()
+                body = path.read_bytes()
+                if status == 200:
+                    extra = validator_headers(body, path.stat().st_mtime)
             except OSError:
                 return self.not_found
             ctype = ctype or guess_type(f)
         else:
             body = status_body(status)
             ctype = HTML_TYPE
-        return status, response_head(status, ctype, len(body), route.get("location")), body
+        return status, response_head(status, ctype, len(body), route.get("location"), extra), body
 
     def _static(self, host: str, target: str) -> tuple[int, bytes, bytes]:
         path, _, query = target.partition("?")
@@ -146,11 +152,13 @@ class WebSite:
                 fs = fs / "index.html"
             if fs.is_file():
                 body = fs.read_bytes()
-                return 200, response_head(200, guess_type(fs.name), len(body)), body
+                return 200, response_head(200, guess_type(fs.name), len(body),
+                                          extra=validator_headers(body, fs.stat().st_mtime)), body
             gz = fs.with_name(fs.name + ".gz")
             if gz.is_file():
                 body = gzip.decompress(gz.read_bytes())
-                return 200, response_head(200, guess_type(fs.name), len(body)), body
+                return 200, response_head(200, guess_type(fs.name), len(body),
+                                          extra=validator_headers(body, gz.stat().st_mtime)), body
         except (OSError, EOFError, gzip.BadGzipFile):
             pass
         return self.not_found

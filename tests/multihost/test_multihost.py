@@ -87,14 +87,14 @@ def _check_locations(sim: SimHosts, rel: str, written_later: tuple[str, ...] = (
             assert p.stat().st_size == f["bytes"] and _sha(p) == f["sha256"], (entry["rank"], f)
             listed[entry["host"]].add(f["path"])
         own = [f["path"] for f in entry["files"] if f["path"].startswith(("warc/", "checkpoint/"))]
-        assert own and all(f"rank-{entry['rank']:05d}." in p for p in own), own
+        assert own and all(re.search(rf"(^|/|-)rank-{entry['rank']:05d}[.-]", p) for p in own), own
     gathered = set((manifest.get("gathered_warc") or {}).get("copied", []))
     for h in sim.hosts:
         on_disk = {p for p in _files_under(sim.disk(h) / rel) - {"manifest.json"} if not p.startswith(written_later)}
         assert on_disk - gathered == listed[h] - gathered, h
     # node2 holds only its ranks' files: no manifest, statistics or graph
     assert not (sim.disk("node2") / rel / "manifest.json").exists()
-    assert all(re.search(r"rank-0000[23]\.", p) for p in _files_under(sim.disk("node2") / rel))
+    assert all(re.search(r"rank-0000[23][.-]", p) for p in _files_under(sim.disk("node2") / rel))
     return manifest
 
 
@@ -108,7 +108,7 @@ def _merged(sim: SimHosts, rel: str, dest: Path):
         if p.is_file():
             (dest / p.name).symlink_to(p)
     for h in sim.hosts:
-        for w in sorted((sim.disk(h) / rel / "warc").glob("rank-*.warc.gz")):
+        for w in sorted((sim.disk(h) / rel / "warc").glob("*-rank-*.warc.gz")):
             assert not (dest / "warc" / w.name).exists(), f"{w.name} on two hosts"
             (dest / "warc" / w.name).symlink_to(w)
     with contextlib.chdir(sim.disk("node1")):
@@ -133,7 +133,8 @@ def test_readme_workflow_runs_verbatim_on_two_hosts(sim, web, tmp_path):
     # session 1: each host holds its ranks' files; the manifest says which, with sizes and SHA-256
     m1 = _check_locations(sim, "sessions/s1", written_later=("partvec.npz", "page.graph", "page.hgr"))
     assert "gathered_warc" not in m1
-    assert _files_under(sim.disk("node2") / "sessions/s1/warc") == {"rank-00002.warc.gz", "rank-00003.warc.gz"}
+    assert _files_under(sim.disk("node2") / "sessions/s1/warc") == {
+        f"s1-rank-0000{r}-00000.{ext}" for r in (2, 3) for ext in ("warc.gz", "cdxj")}
     with _merged(sim, "sessions/s1", tmp_path / "s1") as merged:
         check_session(web, merged, logs[0])        # every page exactly once across both hosts' WARC files
     # the part vector is on node1's disk only, where abc-repartition wrote it
@@ -144,8 +145,8 @@ def test_readme_workflow_runs_verbatim_on_two_hosts(sim, web, tmp_path):
     assert m2["assignment"] == "partvec:sessions/s1/partvec.npz"
     g = m2["gathered_warc"]
     assert g["host"] == "node1" and g["errors"] == []
-    assert g["copied"] == ["warc/rank-00002.warc.gz", "warc/rank-00003.warc.gz"]
-    assert g["present"] == ["warc/rank-00001.warc.gz"]        # same host as rank 0: nothing to copy
+    assert g["copied"] == [f"warc/s2-rank-0000{r}-00000.{ext}" for r in (2, 3) for ext in ("cdxj", "warc.gz")]
+    assert g["present"] == ["warc/s2-rank-00001-00000.cdxj", "warc/s2-rank-00001-00000.warc.gz"]   # rank 0's host
     listed = {f["path"]: f for e in m2["locations"] for f in e["files"] if f["path"].startswith("warc/")}
     assert _files_under(node1 / "sessions/s2/warc") == {p[len("warc/"):] for p in listed}
     for path, f in listed.items():
@@ -169,7 +170,7 @@ def _rank0_files_suffice(sim: SimHosts, root: Path) -> None:
         for f in [{"path": "manifest.json"}, *manifest["locations"][0]["files"]]:
             (root / rel / f["path"]).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src / f["path"], root / rel / f["path"])
-    assert not list(root.rglob("rank-00001*")) and not list(root.rglob("partvec.npz"))
+    assert not list(root.rglob("*rank-00001*")) and not list(root.rglob("partvec.npz"))
     for cmd in (["abc-repartition", "sessions/s1", "--parts", "4"],
                 ["abc-report", "sessions/s2", "--against", "sessions/s1", "--no-plots"]):
         r = subprocess.run([str(BIN / cmd[0]), *cmd[1:]], cwd=root, capture_output=True, text=True, timeout=300)

@@ -1,0 +1,126 @@
+"""The validator table and --previous without MPI or network: rows from the WARC writer, the table
+written and read back, each rank's share under a new assignment (another K), and what a page
+answered 304 becomes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abc_crawler.crawl.counters import RankCounters
+from abc_crawler.crawl.links import LinkClassifier
+from abc_crawler.crawl.pages import PageProcessor
+from abc_crawler.fetcher import Response
+from abc_crawler.ownership import HashAssignment
+from abc_crawler.scope import Scope
+from abc_crawler.session import SessionGraph, save_graph
+from abc_crawler.urls import fingerprint
+from abc_crawler.validators import PreviousShare, ValidatorLog, load_table, previous_shares, write_table
+from abc_crawler.warc import RankWarc
+
+URLS = [f"http://h{i % 3}.test/p{i}.html" for i in range(12)]
+
+
+def _resp(url, body, status=200, headers=(), t=1_800_000_000.0):
+    return Response(key=None, url=url, status=status, status_line=f"HTTP/1.1 {status} X",
+                    headers=[("Content-Type", "text/html"), *headers], body=body, t_start=t,
+                    request_headers=[("Host", "h.test")], ip="127.0.0.1")
+
+
+def _previous_session(d, ranks=2):
+    """A finished session: pages 0..9 fetched (9 a 404, 8 without validators), 10 and 11 only linked;
+    page i links to i+1 and i+2."""
+    logs = [ValidatorLog() for _ in range(ranks)]
+    owner = HashAssignment(ranks)
+    warcs = [RankWarc(d, r, on_page=logs[r].on_page) for r in range(ranks)]
+    for i, u in enumerate(URLS[:10]):
+        hdr = [] if i == 8 else [("ETag", f'"e{i}"'), ("Last-Modified", "Tue, 01 Jan 2030 00:00:00 GMT")]
+        warcs[owner.owner(u)].write(_resp(u, b"<p>page %d</p>" % (i % 7), status=404 if i == 9 else 200, headers=hdr,
+                                          t=1_800_000_000.0 + i))
+    for w in warcs:
+        w.close()
+    write_table(d, [log.to_bytes() for log in logs])
+    g = SessionGraph.from_urls(URLS, ranks=ranks)
+    g.url_rank[:10] = [owner.owner(u) for u in URLS[:10]]
+    g.url_status[:10] = [200] * 9 + [404]
+    nodes = [i for i in range(9)]
+    g.url_node[nodes] = np.arange(len(nodes))
+    g.node_url = np.array(nodes, dtype=np.int32)
+    src = [i for i in range(10) for _ in (1, 2)]
+    dst = [min(i + k, 11) for i in range(10) for k in (1, 2)]
+    g.link_src, g.link_dst = np.array(src, np.int32), np.array(dst, np.int32)
+    save_graph(d, g)
+    return owner
+
+
+def test_the_table_holds_one_row_per_stored_page(tmp_path):
+    _previous_session(tmp_path)
+    t = load_table(tmp_path)
+    assert sorted(t["url"]) == sorted(URLS[:10]) and list(t["fp"]) == sorted(t["fp"])
+    row = {u: i for i, u in enumerate(t["url"])}
+    p0, p7 = row[URLS[0]], row[URLS[7]]
+    assert t["etag"][p0] == '"e0"' and t["last_modified"][p0] == "Tue, 01 Jan 2030 00:00:00 GMT"
+    assert t["etag"][row[URLS[8]]] == "" and t["status"][row[URLS[9]]] == 404
+    # page 7 has page 0's body: a revisit whose payload is page 0's record
+    assert t["payload_url"][p7] == URLS[0] and t["payload_date"][p7] == t["date"][p0]
+    assert t["digest"][p7] == t["digest"][p0] and t["offset"][p7] > 0 and t["file"][p7].endswith(".warc.gz")
+    assert not t["not_modified"].any() and t["body_bytes"][p0] == len(b"<p>page 0</p>")
+
+
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_each_rank_gets_the_urls_it_owns_under_the_new_assignment(tmp_path, ranks):
+    _previous_session(tmp_path, ranks=2)
+    new = HashAssignment(ranks)
+    shares, summary = previous_shares(tmp_path, new, ranks, Scope())
+    got = [PreviousShare.from_bytes(b) for b in shares]
+    # asked conditionally: the 200s with a validator (not page 8, not the 404)
+    cond = {u for u in URLS[:8]}
+    assert summary["conditional"] == len(cond) and summary["seeds"] == 2
+    for r, share in enumerate(got):
+        mine = {u for u in cond if new.owner(u) == r}
+        assert len(share) == len(mine)
+        for u in URLS:
+            prev = share.lookup(fingerprint(u))
+            assert (prev is not None) == (u in mine)
+            if prev is not None:
+                i = URLS.index(u)
+                assert share.conditional_headers(fingerprint(u)) == (
+                    ("If-None-Match", f'"e{i}"'), ("If-Modified-Since", "Tue, 01 Jan 2030 00:00:00 GMT"))
+                assert prev.node and prev.links == [URLS[min(i + 1, 11)], URLS[min(i + 2, 11)]]
+        assert sorted(share.seeds) == sorted(u for u in URLS[10:] if new.owner(u) == r)
+    # a URL out of the new scope is no seed
+    scope = Scope.from_lines(["h0.test:80:127.0.0.1", "h2.test:80:127.0.0.1"])
+    _, summary = previous_shares(tmp_path, new, ranks, scope)
+    assert summary["seeds"] == sum(1 for u in URLS[10:] if "h1.test" not in u)
+
+
+def test_a_304_stands_for_the_earlier_page(tmp_path):
+    _previous_session(tmp_path / "s1")
+    new = HashAssignment(1)
+    share = PreviousShare.from_bytes(previous_shares(tmp_path / "s1", new, 1, Scope())[0][0])
+    c = RankCounters()
+    log = ValidatorLog()
+    warc = RankWarc(tmp_path / "s2", 0, on_page=log.on_page)
+    links = LinkClassifier(Scope(), new, 0, max_links_per_page=100, max_url_length=2048, max_path_depth=32,
+                           max_segment_repeats=3, links=c.links)
+    pages = PageProcessor(warc, links, c, max_redirects=5, max_inflated_bytes=1 << 20, previous=share,
+                          validators=log)
+    nm = _resp(URLS[3], b"", status=304, headers=[("ETag", '"e3-new"')])
+    status, nbytes, node, targets, hops = pages.outcome(nm, 0)
+    assert (status, nbytes, node, hops) == (304, len(b"<p>page 3</p>"), True, 0)
+    assert [t[0] for t in targets] == [URLS[4], URLS[5]]
+    assert c.not_modified == 1 and c.pages_ok == 1 and c.nodes == 1
+    # a 304 for a URL the previous session cannot stand for (asked without validators)
+    status, _, node, targets, _ = pages.outcome(_resp(URLS[8], b"", status=304), 0)
+    assert (status, node, targets) == (304, False, []) and c.errors["not_modified_unasked"] == 1
+    warc.close()
+    t = log.table()
+    from abc_crawler.validators import unpack_table
+
+    rows = unpack_table(t)
+    i = rows["url"].index(URLS[3])
+    assert rows["not_modified"][i] and rows["status"][i] == 304 and rows["etag"][i] == '"e3-new"'
+    assert rows["last_modified"][i] == "Tue, 01 Jan 2030 00:00:00 GMT"         # carried from the earlier answer
+    assert rows["payload_url"][i] == URLS[3] and rows["body_bytes"][i] == len(b"<p>page 3</p>")
+    earlier = load_table(tmp_path / "s1")
+    assert rows["payload_date"][i] == earlier["date"][earlier["url"].index(URLS[3])]
+    assert warc.not_modified == 1
