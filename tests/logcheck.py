@@ -79,6 +79,7 @@ def check_once(runs: list[list[dict]], port: int, normal_hosts: set[str], stored
     kept: dict[str, list[tuple[int, float]]] = defaultdict(list)   # url -> (run, t_start) of kept answers
     n_failed = 0
     robots: Counter = Counter()
+    sitemaps: Counter = Counter()
     for k, rows in enumerate(runs):
         failed = failed_attempts(rows, port)
         n_failed += sum(1 for i in failed if rows[i]["status"] == 200 or rows[i]["host"] in normal_hosts)
@@ -89,11 +90,18 @@ def check_once(runs: list[list[dict]], port: int, normal_hosts: set[str], stored
                 if r["host"] in normal_hosts:
                     robots[(k, r["host"], r["rank"])] += 1
                 continue
+            if r["path"] == "/sitemap.xml":      # a sitemap file (--sitemaps), not a page: once per host
+                if r["host"] in normal_hosts:
+                    sitemaps[(k, r["host"])] += 1
+                continue
             if r["host"] in normal_hosts or r["status"] == 200:
                 kept[row_url(r, port)].append((k, r["t_start"]))
     twice = [(key, n) for key, n in robots.items() if n > 1]
     if twice:
         problems.append(("robots.txt fetched more than once by one rank in one run", twice[:5]))
+    twice = [(key, n) for key, n in sitemaps.items() if n > 1]
+    if twice:
+        problems.append(("/sitemap.xml fetched more than once in one run", twice[:5]))
     for url, ans in kept.items():
         runs_of = Counter(k for k, _ in ans)
         if max(runs_of.values()) > 1:

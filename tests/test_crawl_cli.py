@@ -26,7 +26,8 @@ def web(tmp_path_factory):
 
 def _summary(stderr: str) -> dict[str, str]:
     """The final summary table (two-space indented ``key  value`` lines) of abc-crawl's stderr."""
-    keys = ("stopped", "requests", "pages ok / failed / redirected", "overlap pages", "graph", "session")
+    keys = ("stopped", "requests", "pages ok / failed / redirected", "overlap pages", "graph, whole (exact)",
+            "session")
     out = {}
     for line in stderr.splitlines():
         for k in keys:
@@ -54,7 +55,7 @@ def test_cli_8_ranks_crawls_exactly_the_reachable_web(web, tmp_path):
     assert summary["requests"].startswith(f"{stats['requests']} in ")
     assert summary["pages ok / failed / redirected"] == (
         f"{stats['pages_crawled']} / {stats['pages_failed']} / {stats['pages_redirected']}")
-    assert summary["graph"].startswith(f"{stats['graph']['nodes']} nodes, {stats['graph']['edges']} edges")
+    assert summary["graph, whole (exact)"].startswith(f"{stats['graph']['nodes']} nodes, {stats['graph']['edges']} edges")
     assert summary["session"] == str(session)
 
 

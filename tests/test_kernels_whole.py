@@ -539,6 +539,7 @@ def test_final_summary_prints_the_labelled_rows():
     s = _capped_summary()
     stats = {"stopped": "done", "requests": 10, "wall_s": 1.0, "pages_per_s": 10.0, "pages_crawled": 400,
              "pages_failed": 0, "pages_redirected": 0, "bytes_stored": 1, "overlap_pages": 0, "errors": {},
+             "not_modified": 0,
              "exchange": {"volume_bytes": 0, "wire_bytes": 0, "messages_thesis": 0, "messages_mpi": 0,
                           "supersteps": 1},
              "imbalance": {"storage_pct": 0.0, "request_pct": 0.0},

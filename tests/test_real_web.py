@@ -58,6 +58,9 @@ def _with_expected(web: Path, view: Path, expected: dict, robots: dict | None = 
         m["robots"] = {net: {"robots_txt": txt, "crawl_delay": None} for net, txt in robots.items()}
     view.mkdir(parents=True, exist_ok=True)
     (view / "manifest.json").write_text(json.dumps(m))
+    for p in web.iterdir():          # the sites and routes the server's bytes are computed from
+        if p.name != "manifest.json" and not (view / p.name).exists():
+            (view / p.name).symlink_to(p.resolve())
     return view
 
 

@@ -105,13 +105,14 @@ def test_a_304_stands_for_the_earlier_page(tmp_path):
     pages = PageProcessor(warc, links, c, max_redirects=5, max_inflated_bytes=1 << 20, previous=share,
                           validators=log)
     nm = _resp(URLS[3], b"", status=304, headers=[("ETag", '"e3-new"')])
-    status, nbytes, node, targets, hops = pages.outcome(nm, 0)
-    assert (status, nbytes, node, hops) == (304, len(b"<p>page 3</p>"), True, 0)
+    status, nbytes, node, targets, hops, kind = pages.outcome(nm, 0)
+    assert (status, nbytes, node, hops, kind) == (304, len(b"<p>page 3</p>"), True, 0, "")
     assert [t[0] for t in targets] == [URLS[4], URLS[5]]
     assert c.not_modified == 1 and c.pages_ok == 1 and c.nodes == 1
     # a 304 for a URL the previous session cannot stand for (asked without validators)
-    status, _, node, targets, _ = pages.outcome(_resp(URLS[8], b"", status=304), 0)
-    assert (status, node, targets) == (304, False, []) and c.errors["not_modified_unasked"] == 1
+    status, _, node, targets, _, kind = pages.outcome(_resp(URLS[8], b"", status=304), 0)
+    assert (status, node, targets, kind) == (304, False, [], "not_modified_unasked")
+    assert c.errors["not_modified_unasked"] == 1
     warc.close()
     t = log.table()
     from abc_crawler.validators import unpack_table
