@@ -59,6 +59,24 @@ receiver fetches the host only within that slot, after the politeness rest the
 lease carries. The lease is the only way a non-holder may fetch a shared host,
 and only one is sent per (host, slot), so two ranks never hold one host at once.
 
+The rest across a change of holder. One host's requests from one rank are paced by the
+frontier (a batch, then the host's rest: max(politeness delay, Crawl-delay)); the slots must keep
+that rest between two ranks too, or a host would see one rank's last request cut at a slot's end
+and the next holder's first request a guard band later. So a rank may start a request to a shared
+host only at shared time >= E + rest, where E is the end of the newest slot before now in which
+another rank may have fetched the host (:func:`rest_start`): walking back from the current slot,
+every slot this rank held by the holder table and did not hand over is skipped (only this rank
+could fetch the host in it, and its own batches rest on their own); the first other slot gives E.
+A slot at or before the newest slot this rank handed over counts as not held (only the newest
+hand-over is remembered), and so does a slot it held only by a lease (the leaser may have fetched
+in it before handing over); the walk stops once a slot ends more than ``rest`` before now (then
+there is no wait). Within the current slot, a lease received mid-slot carries the leaser's end
+plus the rest (:meth:`abc_crawler.crawl.slots.SlotGate.take_leases`). Why it is safe: any other
+rank's request to the host lies in a slot it held (by the table or a lease), no later than E, and
+ends before E minus that rank's guard (the curl timeout is capped at its slot's usable end); this
+rank's request starts at E + rest or later on its own clock, so the server sees at least the rest
+plus the two guard bands minus the two clocks' errors, which the guards cover.
+
 Examples
 --------
 >>> swrr_sequence(((0, 3), (1, 1)))
@@ -76,7 +94,7 @@ from typing import Mapping
 import xxhash
 
 __all__ = ["uses_phases", "cut_cause", "slot_of", "slot_bounds", "slot_weights", "swrr_sequence", "holder", "HolderTable", "PhaseClock",
-           "HOLDER_RESOLUTION"]
+           "rest_start", "HOLDER_RESOLUTION"]
 
 #: slots of a holder period per phase: a host's period is ``HOLDER_RESOLUTION * n_phases`` slots,
 #: so shares are followed to 1 / (4 n) (at K = 8: one slot in 32)
@@ -144,6 +162,32 @@ def swrr_sequence(weights: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
 def holder(key: int, slot: int, seq: tuple[int, ...]) -> int:
     """The rank that holds the host with key ``key`` in ``slot``, given its sequence."""
     return seq[(slot + key) % len(seq)]
+
+
+def rest_start(rank: int, now: float, rest: float, slot: int, bounds, holder_of, released: int | None) -> float | None:
+    """Earliest shared time at which ``rank`` may start a request to a shared host in ``slot`` (the
+    slot containing ``now``) so that the host's ``rest`` is kept after every other rank's requests;
+    None when there is no wait (the module docstring states the rule and why it is safe). Pure.
+
+    ``bounds(n) -> (start, end)`` of slot n; ``holder_of(n)``: the rank holding the host in slot n by
+    the holder table; ``released``: the newest slot this rank handed over (None: none).
+
+    >>> hold = {8: 1, 9: 0, 10: 0}.get                     # rank 0 holds slots 9 and 10
+    >>> bounds = lambda n: (n * 1.0, n + 1.0)
+    >>> rest_start(0, 10.05, 0.25, 10, bounds, hold, None)  # rank 1's slot 8 ended at 9.0: no wait
+    >>> rest_start(0, 9.05, 0.25, 9, bounds, hold, None)    # ... but at 9.05 it did: 9.0 + 0.25
+    9.25
+    >>> rest_start(0, 10.05, 0.25, 10, bounds, hold, 9)     # slot 9 was handed over: 10.0 + 0.25
+    10.25
+    """
+    n = slot - 1
+    while True:
+        end = bounds(n)[1]
+        if end + rest <= now:
+            return None
+        if holder_of(n) != rank or (released is not None and n <= released):
+            return end + rest
+        n -= 1
 
 
 class HolderTable:
@@ -298,6 +342,21 @@ class PhaseClock:
         j = min(n - 1, math.floor((x - ck) / lk))
         a = o + ck + j * lk
         return self._base + k * n + j, a, a + lk
+
+    def bounds(self, n: int) -> tuple[float, float]:
+        """(start, end) of slot number ``n``: the same floats :meth:`slot` gives for a time in it."""
+        L = self.phase_seconds
+        o = self.origin
+        if o is None or n < self._base:
+            return n * L, (n + 1) * L if o is None else min((n + 1) * L, o)
+        i, n_p, m = n - self._base, self.n_phases, self.warmup
+        if i >= m * n_p:
+            a = o + self._warm_span + (i - m * n_p) * L
+            return a, a + L
+        k, j = divmod(i, n_p)
+        lk = L * 2.0 ** (k - m)
+        a = o + n_p * L * (2.0 ** (k - m) - 2.0 ** -m) + j * lk
+        return a, a + lk
 
     def guard_for(self, length: float) -> float:
         """Guard band of a slot of ``length`` seconds: the floor, or the clock's error bound when

@@ -346,7 +346,7 @@ def check_log(web_dir: Path, session: Path, runs: list[list[dict]], manifest: di
     slot_of = slot_clock(session, stats) if (SLOT_END_REST_BUG if slot_bug is None else slot_bug) else None
     # the slot clock is the last run's (stats.json holds its warm-up origin); earlier runs' are unknown
     polite = [check_politeness(run, port, delay=delay, batch_urls=cfg["batch_urls"], crawl_delays=crawl_delays,
-                               keep_alive_hosts=normal_hosts,
+                               keep_alive_hosts=normal_hosts, across_ranks=bool(stats["per_rank"][0].get("phases")),
                                slot_of=slot_of if slot_of is None or k == len(runs) - 1 else "unknown")
               for k, run in enumerate(runs)]
     return {"once": once, "politeness": polite}

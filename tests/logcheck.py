@@ -13,7 +13,9 @@ saw, not what the crawler says it did.
   rank's consecutive requests to a host is at least the host's Crawl-delay; and a *batch* (the
   requests between two gaps of at least the rest, max(politeness delay, Crawl-delay)) holds at
   most ``batch-urls`` pages and, on a host that keeps its connections open, one connection: a
-  batch started without its rest merges with the one before and breaks one of these.
+  batch started without its rest merges with the one before and breaks one of these. Across
+  ranks (phase slots, hand-overs): per host, two consecutive requests from different ranks are at
+  least the host's rest apart (the end of one rank's batch to the start of another's).
 
 Gaps are measured from the server's ``t_write`` of the first request (taken before its response's
 last write: the client cannot have the response earlier) to its ``t_start`` of the next (taken
@@ -24,17 +26,14 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-__all__ = ["row_url", "failed_attempts", "check_once", "check_politeness", "CLOCK_SLACK", "SLOT_END_REST_BUG"]
+__all__ = ["row_url", "failed_attempts", "check_once", "check_politeness", "check_cross_rank", "CLOCK_SLACK", "SLOT_END_REST_BUG"]
 
-#: KNOWN CRAWLER BUG (found by these checks; see tests/test_holders_crawl.py::
-#: test_a_rank_holding_consecutive_slots_keeps_its_rests, a strict xfail): a batch cut at the end of
-#: its phase slot takes no rest (abc_crawler/crawl/fetching.py, BatchRunner.advance: the slot is over,
-#: so ``frontier.finish(b.element, now, 0.0)``), and a rank that holds the host again in the next slot
-#: (by the holder table or a lease) starts its next batch at once: more than batch-urls requests, or
-#: requests closer than the Crawl-delay, across the slot boundary. While this is True, a gap between
-#: two requests in different slots is taken as a batch boundary that owes no rest; every other gap is
-#: checked in full. Set it to False when the crawler rests after such a batch.
-SLOT_END_REST_BUG = True
+#: FIXED CRAWLER BUG (found by these checks): a batch cut at the end of its phase slot took no rest
+#: (abc_crawler/crawl/fetching.py, BatchRunner.advance), and a rank that held the host again in the
+#: next slot started its next batch at once. While it was True, a gap across a slot boundary was
+#: exempted from the rests; the exemption is gone (check_politeness refuses a ``slot_of``), and every
+#: gap is checked in full.
+SLOT_END_REST_BUG = False
 
 #: seconds of slack on every lower bound of a gap between two log times: both ends are the
 #: server's time.time() taken in one process (microseconds apart from what the client waits);
@@ -128,25 +127,34 @@ def check_once(runs: list[list[dict]], port: int, normal_hosts: set[str], stored
     return {"pages": len(kept), "answers": sum(len(a) for a in kept.values()), "failed": n_failed}
 
 
+def _kept(rows: list[dict], port: int) -> list[dict]:
+    """The rows whose log times bound the client's: a crawler rank's, not a failed attempt (its times
+    are when the server got to a request the client had given up), answered with a byte (``t_write``
+    null: a stall or reset, no bound on when the client gave up)."""
+    failed = failed_attempts(rows, port)
+    return [r for i, r in enumerate(rows) if r["rank"] >= 0 and i not in failed and r.get("t_write") is not None]
+
+
 def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: int, crawl_delays: dict[str, float],
-                     keep_alive_hosts: set[str], slot_of=None) -> dict:
-    """Assert one rank's requests to a host respect the rests (see the module docstring).
+                     keep_alive_hosts: set[str], slot_of=None, across_ranks: bool = True) -> dict:
+    """Assert the requests to each host respect the rests (see the module docstring): one rank's,
+    and between ranks (:func:`check_cross_rank`).
     ``delay``: the politeness delay expected; ``crawl_delays``: host name -> Crawl-delay;
     ``keep_alive_hosts``: hosts whose connections stay open (one batch, one connection).
-    Failed attempts (:func:`failed_attempts`) are left out: their log times are when the server
-    got to a request the client had given up; so are requests answered with no byte (``t_write``
-    null: a stall or reset, no bound on when the client gave up). ``slot_of``: shared time -> phase
-    slot, given while :data:`SLOT_END_REST_BUG` exempts gaps across a slot boundary; ``"unknown"``
-    for a run whose slots cannot be told (a run of a resumed session before its last: its warm-up
-    origin was not kept), where that exemption leaves only the check of one rank twice at once.
-    Returns ``{"batches": n, "largest": n, "slot_exempt": gaps exempted}``."""
-    failed = failed_attempts(rows, port)
+    Failed attempts and requests answered with no byte are left out (:func:`_kept`).
+    ``across_ranks``: check the rests between ranks too (a crawl under phase slots; without them
+    ranks sharing a host do not coordinate).
+    ``slot_of`` must be None: the exemption of gaps across a phase-slot boundary
+    (:data:`SLOT_END_REST_BUG`) is gone with the bug.
+    Returns ``{"batches": n, "largest": n, "slot_exempt": 0, "cross_rank": pairs checked}``."""
+    if slot_of is not None:
+        raise ValueError("check_politeness: no slot-boundary exemption any more (SLOT_END_REST_BUG is fixed)")
+    kept = _kept(rows, port)
     seqs: dict[tuple[str, int], list[dict]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        if r["rank"] >= 0 and i not in failed and r.get("t_write") is not None:
-            seqs[(r["host"], r["rank"])].append(r)
+    for r in kept:
+        seqs[(r["host"], r["rank"])].append(r)
     problems: list = []
-    batches = largest = exempt = 0
+    batches = largest = 0
     for (host, rank), rs in seqs.items():
         rs.sort(key=lambda r: r["t_start"])
         cd = crawl_delays.get(host) or 0.0
@@ -159,13 +167,6 @@ def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: i
             # late by however long the server was descheduled after that write
             gap = b["t_start"] - a["t_write"]
             where = (host, rank, a["path"], b["path"], round(gap, 4))
-            if slot_of is not None and gap >= -CLOCK_SLACK and (
-                    slot_of == "unknown" or slot_of(a["t_start"]) != slot_of(b["t_start"])):
-                exempt += 1                  # SLOT_END_REST_BUG: a new batch, no rest asked
-                largest = max(largest, pages)
-                pages = 0 if b["path"] == "/robots.txt" else 1
-                batches += 1
-                continue
             if gap < -CLOCK_SLACK:
                 problems.append(("one rank with two requests to a host at once", where))
             elif gap < cd - CLOCK_SLACK:
@@ -181,5 +182,33 @@ def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: i
                 if pages == batch_urls + 1:
                     problems.append((f"more than {batch_urls} pages without the rest {rest}", where))
         largest = max(largest, pages)
+    cross = 0
+    if across_ranks:
+        cross, cross_problems = check_cross_rank(kept, delay=delay, crawl_delays=crawl_delays)
+        problems += cross_problems
     assert not problems, problems[:10]
-    return {"batches": batches, "largest": largest, "slot_exempt": exempt}
+    return {"batches": batches, "largest": largest, "slot_exempt": 0, "cross_rank": cross}
+
+
+def check_cross_rank(kept: list[dict], *, delay: float, crawl_delays: dict[str, float]) -> tuple[int, list]:
+    """Per host, each two consecutive requests (by the server's ``t_start``) from different ranks are
+    at least the host's rest, max(politeness delay, Crawl-delay), apart: ``b.t_start - a.t_write``, a
+    bound of the client's gap as above. ``kept``: the rows of :func:`_kept`. Returns (pairs
+    checked, problems)."""
+    by_host: dict[str, list[dict]] = defaultdict(list)
+    for r in kept:
+        by_host[r["host"]].append(r)
+    problems: list = []
+    pairs = 0
+    for host, rs in by_host.items():
+        rs.sort(key=lambda r: r["t_start"])
+        rest = max(delay, crawl_delays.get(host) or 0.0)
+        for a, b in zip(rs, rs[1:]):
+            if a["rank"] == b["rank"]:
+                continue
+            pairs += 1
+            gap = b["t_start"] - a["t_write"]
+            if gap < rest - CLOCK_SLACK:
+                problems.append((f"two ranks' requests to a host closer than its rest {rest}",
+                                 (host, a["rank"], b["rank"], a["path"], b["path"], round(gap, 4))))
+    return pairs, problems

@@ -1,6 +1,7 @@
 """The shared checker's new checks can fail: a correct crawl passes them, and each broken copy of it
 (a WARC body cut short or swapped, a revisit pointing nowhere, a log with a page served twice, a
-crawl without its politeness rests or Crawl-delay, an internal error in the graph) is caught.
+crawl without its politeness rests or Crawl-delay, a host's new holder starting within the rest,
+an internal error in the graph) is caught.
 
 One small web with Crawl-delay hosts and duplicate pages is crawled with the default politeness
 delay (0.25 s) and batches of 4, with and without phase slots; the controls are made from copies of
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from crawlcheck import check_log, check_session, crawl_cli, generate, serve
-from logcheck import check_once, check_politeness
+from logcheck import check_cross_rank, check_once, check_politeness
 from warccheck import b32, members, split_record
 
 POLITE = ("--politeness-delay", "0.25", "--batch-urls", "4")
@@ -58,23 +59,77 @@ def test_a_polite_crawl_passes_every_check(web, polite):
     assert per and max(per.values()) >= 3, per          # Crawl-delay spacing was checked within batches
 
 
-def test_a_polite_crawl_under_phase_slots_passes(web, tmp_path):
-    """Page-level assignment at 3 ranks with phase slots: the rests still hold for each rank (but
-    across a slot boundary: logcheck.SLOT_END_REST_BUG, a known crawler bug)."""
-    session, rows = _crawl(web, tmp_path, "ph", 3, *POLITE, "--phase-seconds", "0.3")
+@pytest.fixture(scope="module")
+def phased(web, tmp_path_factory):
+    """Page-level assignment (hash) at 3 ranks with phase slots: every host changes holder."""
+    return _crawl(web, tmp_path_factory.mktemp("phased"), "ph", 3, *POLITE, "--phase-seconds", "0.3")
+
+
+def test_a_polite_crawl_under_phase_slots_passes(web, phased):
+    """The rests hold for each rank, across slot boundaries too, and between ranks: a host's new
+    holder starts its rest after the previous holder's last request."""
+    session, rows = phased
     facts = check_session(web, session, rows)
     assert all(p["phases"] == 3 for p in facts["stats"]["per_rank"])
-    assert max(p["largest"] for p in facts["log"]["politeness"]) <= 4
+    polite = facts["log"]["politeness"]
+    assert max(p["largest"] for p in polite) <= 4
+    assert all(p["slot_exempt"] == 0 for p in polite)
+    assert sum(p["cross_rank"] for p in polite) >= 10     # hosts changed hands, each change checked
 
 
-def test_control_a_crawl_without_rests_under_phase_slots_still_fails(web, tmp_path):
-    """The slot-boundary exemption does not hide a crawl that never rests."""
+def test_control_a_crawl_without_rests_under_phase_slots_fails(web, tmp_path):
+    """A crawl that never rests fails the rests under phase slots too (no gap is exempted), between
+    ranks as well as within one."""
     session, rows = _crawl(web, tmp_path, "phrude", 3, "--politeness-delay", "0", "--batch-urls", "4",
                            "--phase-seconds", "0.3")
-    facts = check_session(web, session, rows)
-    assert facts["log"]["politeness"][0]["slot_exempt"] > 0
+    check_session(web, session, rows)
     with pytest.raises(AssertionError, match="without the rest 0.25"):
         check_session(web, session, rows, expect_delay=0.25)
+    m = json.loads((web / "manifest.json").read_text())
+    kept = [r for r in rows if r["rank"] >= 0 and r.get("t_write") is not None]
+    pairs, problems = check_cross_rank(kept, delay=0.25, crawl_delays={})
+    assert pairs > 0 and problems and all("closer than its rest 0.25" in p[0] for p in problems)
+    with pytest.raises(ValueError, match="no slot-boundary exemption"):
+        check_politeness(rows, m["port"], delay=0.0, batch_urls=4, crawl_delays={}, keep_alive_hosts=set(),
+                         slot_of=lambda t: 0)
+
+
+def test_control_a_new_holder_starting_within_the_rest_is_caught(web, phased):
+    """An edited copy of the phased crawl's log: one request moved to just after another rank's
+    request to its host (half the rest later) fails the cross-rank check, and check_session with it;
+    the per-rank checks alone (across_ranks=False) do not see it."""
+    session, rows = phased
+    m = json.loads((web / "manifest.json").read_text())
+    cds = {h.split(":")[0]: v["crawl_delay"] or 0.0 for h, v in m["robots"].items()}
+    by_host = defaultdict(list)
+    for k, r in enumerate(rows):
+        if r["rank"] >= 0 and r.get("t_write") is not None:
+            by_host[r["host"]].append(k)
+    # a host's first request of a rank, the previous request of the host being another rank's
+    for host, ks in by_host.items():
+        ks.sort(key=lambda k: rows[k]["t_start"])
+        seen = {rows[ks[0]]["rank"]}
+        pick = None
+        for a, b in zip(ks, ks[1:]):
+            if rows[b]["rank"] not in seen and rows[a]["rank"] != rows[b]["rank"]:
+                pick = (a, b)
+                break
+            seen.add(rows[b]["rank"])
+        if pick:
+            break
+    assert pick, "the phased crawl has a host that changed holder"
+    a, b = pick
+    rest = max(0.25, cds.get(rows[a]["host"], 0.0))
+    shift = rows[b]["t_start"] - (rows[a]["t_write"] + rest / 2)
+    assert shift > 0
+    edited = list(rows)
+    edited[b] = dict(rows[b], t_start=rows[b]["t_start"] - shift, t_write=rows[b]["t_write"] - shift,
+                     t_end=rows[b]["t_end"] - shift)
+    _politeness(web, session, edited, across_ranks=False)     # one rank's own rests still hold
+    with pytest.raises(AssertionError, match="two ranks' requests to a host closer than its rest"):
+        _politeness(web, session, edited)
+    with pytest.raises(AssertionError, match="two ranks' requests to a host closer than its rest"):
+        check_session(web, session, edited)
 
 
 # -- WARC controls ---------------------------------------------------------------------------------
@@ -230,14 +285,14 @@ def test_control_a_resume_that_fetches_a_stored_page_again_is_caught(web, polite
 
 
 # -- log controls: politeness ----------------------------------------------------------------------
-def _politeness(web, session, rows, delay=None, crawl_delays=None):
+def _politeness(web, session, rows, delay=None, crawl_delays=None, across_ranks=True):
     m = json.loads((web / "manifest.json").read_text())
     cfg = json.loads((session / "manifest.json").read_text())["config"]
     cds = crawl_delays if crawl_delays is not None else {
         h.split(":")[0]: v["crawl_delay"] or 0.0 for h, v in m["robots"].items()}
     return check_politeness(rows, m["port"], delay=cfg["politeness_delay"] if delay is None else delay,
                             batch_urls=cfg["batch_urls"], crawl_delays=cds,
-                            keep_alive_hosts={h.split(":")[0] for h in m["hosts"]})
+                            keep_alive_hosts={h.split(":")[0] for h in m["hosts"]}, across_ranks=across_ranks)
 
 
 def test_control_a_crawl_without_rests_fails_the_politeness_check(web, tmp_path):

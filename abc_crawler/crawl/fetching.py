@@ -42,6 +42,7 @@ class Batch:
     slot_len: float = 0.0         # length of that slot (shorter than phase-seconds: a warm-up slot)
     limit: float = 0.0            # seconds the request in flight was given (deadline - its start)
     started: float = 0.0          # monotonic time the request in flight started
+    asked: int = 0                # requests sent (pages, robots.txt, sitemap files)
 
 
 class BatchRunner:
@@ -155,12 +156,10 @@ class BatchRunner:
         host = b.host
         h = self.robots.get(host)
         st = self.hosts[host]
-        limit = self.gate.request_limit(host) if self.gate is not None else None
+        rest = max(self.cfg.politeness_delay, h.crawl_delay)
+        limit = self.gate.request_limit(host, rest) if self.gate is not None else None
         if limit == 0.0:
-            # the host's slot is over: give the URLs back; they come again in its next slot
-            self._give_back(b)
-            del self.batches[host]
-            self.frontier.finish(b.element, now, 0.0)
+            self._end_unheld(b, now, rest)
             return
         self._stamp(b, limit, now)
         if h.state == "dead" or st.dead:
@@ -175,6 +174,7 @@ class BatchRunner:
             if url0 is not None:
                 prefix = url0[: url0.index("/", url0.index("://") + 3)]
                 b.robots = True
+                b.asked += 1
                 self.fetcher.submit(("robots", host), robots_url(prefix), timeout=limit)
                 return
         elif h.state != "ready":           # retry pending: give the URLs back, try later
@@ -194,9 +194,11 @@ class BatchRunner:
             if self.router.is_sitemap(url):      # a sitemap file, not a page: no request of the count
                 b.sitemap = idx
                 b.robots = True
+                b.asked += 1
                 self.fetcher.submit(("sitemap", host), url, timeout=limit)
                 return
             b.current = idx
+            b.asked += 1
             self.counters.requests += 1
             # a URL the previous session stored is asked conditionally (If-None-Match / If-Modified-Since)
             self.fetcher.submit(("page", host), url, timeout=limit, headers=(
@@ -204,10 +206,26 @@ class BatchRunner:
             return
         # batch done
         del self.batches[host]
-        rest = max(self.cfg.politeness_delay, h.crawl_delay)
         self.frontier.finish(b.element, now, rest)
         if self.gate is not None:
             self.gate.batch_done(host, rest)
+
+    def _end_unheld(self, b: Batch, now: float, rest: float) -> None:
+        """The gate refused the batch's next request (the host's slot is over, or the host's rest
+        after another rank's requests is not over yet): the URLs not asked go back to the host's
+        queue and come again when the host is held and rested. A batch that sent requests ends with
+        the host's rest like any other, so that a rank holding the host again in the next slot (by
+        the table or a lease) does not go on at once; one that sent none owes no rest. While
+        another rank's rest runs, the host is blocked until it is over (then it is scheduled again,
+        within the same slot when the slot is still held)."""
+        self._give_back(b)
+        del self.batches[b.host]
+        self.frontier.finish(b.element, now, rest if b.asked else 0.0)
+        until = self.gate.rest_until(b.host, rest)
+        if until is not None:
+            until = now + until - self.clock.shared()
+            if until > max(now, self.frontier.blocked_until.get(b.host, 0.0)):
+                self.frontier.block(b.host, until)
 
     def _stamp(self, b: Batch, limit: float | None, now: float) -> None:
         """The slot a request of ``b`` starting now belongs to (``limit``: its seconds, None: no slot)."""
@@ -318,13 +336,14 @@ class BatchRunner:
         if nxt is None:
             self.counters.errors["robots_redirect_unfollowed"] += 1
             return False
-        limit = self.gate.request_limit(host) if self.gate is not None else None
+        limit = self.gate.request_limit(host, 0.0) if self.gate is not None else None
         if limit == 0.0:                         # the slot is over: ask again in the host's next slot
             self.robots.forget(host)
             self.advance(b, now)
             return True
         self._stamp(b, limit, now)
         b.robots = True
+        b.asked += 1
         self.fetcher.submit(("robots", host), nxt, timeout=limit)
         return True
 

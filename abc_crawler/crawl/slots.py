@@ -7,10 +7,20 @@ queuing for hosts not held now give their URLs back, and the hosts this rank hol
 announces which shared hosts its queue for became empty or not, and takes the other ranks'
 announcements. A rank that never holds the host's slot by the table may contact it only under a
 lease for that slot.
+
+The rest between two ranks' batches (:func:`abc_crawler.phases.rest_start`): a request to a shared
+host starts only at E + rest, E the end of the newest earlier slot in which another rank may have
+fetched the host (a slot this rank held by the table and did not hand over does not count; one it
+held only by a lease, or at or before its newest hand-over, does), rest the host's
+max(politeness delay, Crawl-delay). :meth:`SlotGate.request_limit` returns 0 before that time and
+:meth:`SlotGate.rest_until` tells the batch runner when to try again (the host is blocked until
+then, within the same slot). Within the current slot a lease carries the leaser's end plus the
+rest (:meth:`SlotGate.take_leases`), widened by the guard bands of both ranks: the leaser's
+clock and the receiver's may each err by up to their guard, as at a slot boundary.
 """
 from __future__ import annotations
 
-from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, FULL_SLOT_SHARE, HolderTable, PhaseClock, cut_cause
+from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, FULL_SLOT_SHARE, HolderTable, PhaseClock, cut_cause, rest_start
 from .counters import RankCounters
 from .hosts import HostTable
 
@@ -92,18 +102,34 @@ class SlotGate:
                 return False
         return h.holder(host, slot) == self.rank
 
-    def request_limit(self, host: str) -> float | None:
+    def request_limit(self, host: str, rest: float = 0.0) -> float | None:
         """Seconds a request to ``host`` may take now: None = no limit beyond the timeout; 0 = must
-        not start (not held now, or too little of the slot left for it)."""
+        not start (not held now, too little of the slot left for it, or the host's ``rest`` after
+        another rank's requests is not over yet: :meth:`rest_until`)."""
         if self.holders.exclusive(host) is not None:
             return None
         w = self.update()
         if w is None or not self.admit(host):
             return 0.0
-        left = w[2] - self.clock.shared()
+        now = self.clock.shared()
+        t = self.rest_until(host, rest, now)
+        if t is not None and now < t:
+            return 0.0                   # another rank's batch of the host was too recent
+        left = w[2] - now
         if left < start_threshold(self.hosts[host].time, w[2] - w[1]):
             return 0.0                   # it would likely be cut: the request waits for the next slot
         return left
+
+    def rest_until(self, host: str, rest: float, shared: float | None = None) -> float | None:
+        """Shared time from which this rank may contact the shared ``host`` (the host's ``rest`` after
+        the newest earlier slot in which another rank may have fetched it), or None for no wait."""
+        now = self.clock.shared() if shared is None else shared
+        if rest <= 0.0 or self.holders.exclusive(host) is not None:
+            return None
+        slot = self.pc.slot(now)[0]
+        st = self.hosts.get(host)
+        return rest_start(self.rank, now, rest, slot, self.pc.bounds,
+                          lambda n: self.holders.holder(host, n), None if st is None else st.released)
 
     def next_start(self, now: float) -> float:
         """Monotonic time at which the next usable window begins."""
@@ -160,7 +186,8 @@ class SlotGate:
         st = self.hosts[host]
         if (st.work_mask and st.released != w[0] and self.frontier.host_pending(host) == 0
                 and self.holders.holder(host, w[0]) == self.rank):
-            self._hand_over(host, w[0], self.clock.shared() + rest)
+            # the receiver starts after the rest on its own clock: this rank's guard covers its error
+            self._hand_over(host, w[0], self.clock.shared() + rest + self.pc.guard_for(self.slot_len))
 
     def _hand_over(self, host: str, slot: int, not_before: float) -> bool:
         """Give this slot of ``host`` to the next holder in its sequence that announced work; this
@@ -188,7 +215,8 @@ class SlotGate:
                 continue                          # the slot is over
             self.hosts[host].lease = slot
             self.counters.leases += 1
-            until = now + float(nb) - self.clock.shared()
+            # the leaser's end plus the rest (and its guard), on its clock; this rank's guard covers ours
+            until = now + float(nb) - self.clock.shared() + self.pc.guard_for(self.slot_len)
             if until > max(now, self.frontier.blocked_until.get(host, 0.0)):
                 self.frontier.block(host, until)
             self.frontier.readmit()
