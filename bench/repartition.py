@@ -268,10 +268,12 @@ def host_timeline(rs: list[dict], rest_s: float) -> dict:
 
 def log_figures(rows: list[dict], rest_s: float, top: int = 3) -> dict:
     """Exactly-once and per-host figures of one session from the server's access log
-    (:func:`nginx.read_access_log` rows): requests and distinct (host, path) without robots.txt, paths
+    (:func:`nginx.read_access_log` rows): requests and distinct (host, path) without robots.txt and
+    sitemap files, paths
     asked more than once, requests to one host from two ranks at once, the biggest hosts' span and
     its timeline (:func:`host_timeline`), and when each rank's last request ended."""
-    pages = [r for r in rows if r["path"] != "/robots.txt"]
+    # robots.txt and the seed hosts' /sitemap.xml (--sitemaps, the default) are no page requests
+    pages = [r for r in rows if r["path"] not in ("/robots.txt", "/sitemap.xml")]
     seen = Counter((r["host"], r["path"]) for r in pages)
     by_host: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
