@@ -573,3 +573,51 @@ def test_progress_docstring_examples_run():
 
     result = doctest.testmod(mod)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _numberings_z(z_interval: float | None, tmp_path, runs: int = 300) -> np.ndarray:
+    """(estimate - exact) / stated error of the effective diameter over ``runs`` random node
+    numberings of one generated web's graph (the web the whole-graph crawl test crawls). The node
+    hash's seed is the crawl's (0), so the numbering — the crawl order — decides which node gets
+    which hash, as in a crawl. ``z_interval``: the Woodruff interval's z (None: the product's)."""
+    from abc_crawler.kernels import distances as D
+    from abc_crawler.testweb.generator import generate_web
+
+    m = generate_web(tmp_path / "web", port=18999, n_hosts=20, n_pages=1500, seed=22)
+    nodes = m["expected"]["nodes"]
+    idx = {u: i for i, u in enumerate(nodes)}
+    e = np.array([(idx[a], idx[b]) for a, b in m["expected"]["edges"]])
+    n = len(nodes)
+    exact = exact_figures(n, distance_histogram(*_csr_arrays(n, e[:, 0], e[:, 1])))["effective_diameter"]
+    rng = np.random.default_rng(1)
+    out = []
+    for _ in range(runs):
+        p = rng.permutation(n)
+        a = csr_matrix((np.ones(len(e)), (p[e[:, 0]], p[e[:, 1]])), shape=(n, n))
+        hb = HyperBall(a.indptr, a.indices, log2m=7, groups=32)
+        hb.run()
+        est = D.figures(hb.nf)["effective_diameter"]
+        se = (D._quantile_se(hb.nf, hb.nf_replicates, D.ALPHA) if z_interval is None
+              else D._quantile_se(hb.nf, hb.nf_replicates, D.ALPHA, z=z_interval))
+        out.append((est - exact) / se)
+    return np.abs(np.array(out))
+
+
+def _csr_arrays(n, src, dst):
+    a = csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
+    return a.indptr.astype(np.int64), a.indices.astype(np.int32)
+
+
+def test_effective_diameter_error_covers_the_crawl_numberings(tmp_path):
+    """The stated error of the effective diameter holds over the numberings a crawl can give: no
+    estimate more than 4 errors from the exact value and at most 1 % more than 3, over 300 random
+    numberings of a 1,445-page crawl graph whose distance CDF has kinks near its 0.9 quantile."""
+    z = _numberings_z(None, tmp_path)
+    assert z.max() <= 4.0, sorted(z)[-5:]
+    assert (z > 3.0).sum() <= 3, sorted(z)[-5:]
+
+
+def test_control_a_narrower_interval_understates_the_error(tmp_path):
+    """Control: the interval at z = 3 (the previous rule) puts estimates beyond 4 stated errors."""
+    z = _numberings_z(3.0, tmp_path)
+    assert z.max() > 4.0, sorted(z)[-5:]
