@@ -193,8 +193,10 @@ def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: i
 def check_cross_rank(kept: list[dict], *, delay: float, crawl_delays: dict[str, float]) -> tuple[int, list]:
     """Per host, each two consecutive requests (by the server's ``t_start``) from different ranks are
     at least the host's rest, max(politeness delay, Crawl-delay), apart: ``b.t_start - a.t_write``, a
-    bound of the client's gap as above. ``kept``: the rows of :func:`_kept`. Returns (pairs
-    checked, problems)."""
+    bound of the client's gap as above — except before a rank's own robots.txt request: a rank that
+    has not read the host's robots.txt cannot know its Crawl-delay (ranks fetch it each on their
+    own, unless one adopts another's copy), so that request owes the politeness delay only.
+    ``kept``: the rows of :func:`_kept`. Returns (pairs checked, problems)."""
     by_host: dict[str, list[dict]] = defaultdict(list)
     for r in kept:
         by_host[r["host"]].append(r)
@@ -202,11 +204,12 @@ def check_cross_rank(kept: list[dict], *, delay: float, crawl_delays: dict[str, 
     pairs = 0
     for host, rs in by_host.items():
         rs.sort(key=lambda r: r["t_start"])
-        rest = max(delay, crawl_delays.get(host) or 0.0)
+        full = max(delay, crawl_delays.get(host) or 0.0)
         for a, b in zip(rs, rs[1:]):
             if a["rank"] == b["rank"]:
                 continue
             pairs += 1
+            rest = delay if b["path"] == "/robots.txt" else full
             gap = b["t_start"] - a["t_write"]
             if gap < rest - CLOCK_SLACK:
                 problems.append((f"two ranks' requests to a host closer than its rest {rest}",
