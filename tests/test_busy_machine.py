@@ -1,5 +1,5 @@
 """No page lost because the machine was busy: 8 ranks on two CPUs (pinned there, so the test is
-the same on a machine with more cores), both kept busy by CPU burners pinned to them too, crawl a generated web of 20,000+ pages three times; every run stores every
+the same on a machine with more cores), both kept busy by four CPU burners pinned to them too, crawl a generated web of 20,000+ pages three times; every run stores every
 page exactly once, no request fails because it was cut at its slot's end, and the cut counters
 show the cuts that happened (a starved rank, a late start) and were recovered; the server's log
 shows each page answered once, the cut attempts apart."""
@@ -42,7 +42,7 @@ def test_eight_ranks_on_a_busy_machine_lose_no_page(big_web, tmp_path):
     recovered = 0
     for run in range(3):
         session = tmp_path / f"run{run}"
-        hogs = burners(2, 400)
+        hogs = burners(4, 400)      # two per CPU: the ranks get about a third of each
         try:
             with serve(big_web) as srv:
                 r = crawl_cli(8, big_web, session, "--no-stats", timeout=420, cpus=CPUS)
