@@ -101,9 +101,13 @@ class BatchRunner:
             timeout = min(timeout, LEASE_POLL_SECONDS)   # a lease may arrive
         t = time.monotonic()
         done = self.fetcher.poll(timeout)
-        if not done and not self.fetcher.in_flight:
-            self._count_idle(time.monotonic() - t, t)
         now = time.monotonic()
+        if now - t > timeout + GAP_NOTED:
+            # the process was away inside the poll (descheduled, starved, stopped): the answers it
+            # reads now may have been cut at their slot's end meanwhile, by no fault of theirs
+            self.gaps.append((now, now - t - timeout))
+        if not done and not self.fetcher.in_flight:
+            self._count_idle(now - t, t)
         if self.gate is not None:
             self.gate.take_leases(now)
         for r in done:
