@@ -27,7 +27,7 @@ from abc_crawler.kernels.graphstats import graph_json, log_binned
 from abc_crawler.kernels.reference import (ReferenceHyperBall, ReferenceWholeSCC, neighbourhood_function,
                                            scc_labels, splitmix64)
 from abc_crawler.progress import graph_progress, graph_rows
-from graphcheck import sampled_distance_figures
+from graphcheck import adjacency, exact_distance_figures, sampled_distance_figures
 
 I32 = np.int32
 
@@ -588,12 +588,12 @@ def _numberings_z(z_interval: float | None, tmp_path, runs: int = 300) -> np.nda
     idx = {u: i for i, u in enumerate(nodes)}
     e = np.array([(idx[a], idx[b]) for a, b in m["expected"]["edges"]])
     n = len(nodes)
-    exact = exact_figures(n, distance_histogram(*_csr_arrays(n, e[:, 0], e[:, 1])))["effective_diameter"]
+    exact = exact_distance_figures(adjacency(n, e[:, 0], e[:, 1]))["effective_diameter"]
     rng = np.random.default_rng(1)
     out = []
     for _ in range(runs):
         p = rng.permutation(n)
-        a = csr_matrix((np.ones(len(e)), (p[e[:, 0]], p[e[:, 1]])), shape=(n, n))
+        a = adjacency(n, p[e[:, 0]], p[e[:, 1]])
         hb = HyperBall(a.indptr, a.indices, log2m=7, groups=32)
         hb.run()
         est = D.figures(hb.nf)["effective_diameter"]
@@ -601,11 +601,6 @@ def _numberings_z(z_interval: float | None, tmp_path, runs: int = 300) -> np.nda
               else D._quantile_se(hb.nf, hb.nf_replicates, D.ALPHA, z=z_interval))
         out.append((est - exact) / se)
     return np.abs(np.array(out))
-
-
-def _csr_arrays(n, src, dst):
-    a = csr_matrix((np.ones(len(src)), (src, dst)), shape=(n, n))
-    return a.indptr.astype(np.int64), a.indices.astype(np.int32)
 
 
 def test_effective_diameter_error_covers_the_crawl_numberings(tmp_path):
