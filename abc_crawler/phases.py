@@ -262,6 +262,8 @@ def cut_cause(limit: float, usable: float, host_time: float | None = None, loop_
 
     >>> cut_cause(0.95, 0.99), cut_cause(0.3, 0.99), cut_cause(0.95, 0.99, loop_gap=0.5)
     ('slow_response', 'late_start', 'starved')
+    >>> cut_cause(0.3, 0.99, loop_gap=0.5)      # away for most of a late start's time: starved
+    'starved'
     >>> cut_cause(0.3, 0.99, host_time=1.5)     # the host never answers within a slot
     'slow_response'
     """
@@ -269,10 +271,12 @@ def cut_cause(limit: float, usable: float, host_time: float | None = None, loop_
         return CUT_WARM
     if host_time is not None and host_time >= usable:
         return CUT_SLOW
-    if limit < FULL_SLOT_SHARE * usable:
-        return CUT_LATE
+    # the loop away for a good part of the request's time explains the cut whenever it started:
+    # its answer may have been there, unread (a late start alone does not, for a fast host)
     if loop_gap >= STARVED_SHARE * limit:
         return CUT_STARVED
+    if limit < FULL_SLOT_SHARE * usable:
+        return CUT_LATE
     return CUT_SLOW
 
 

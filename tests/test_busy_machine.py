@@ -34,32 +34,69 @@ def burners(n: int, seconds: float) -> list[subprocess.Popen]:
                              preexec_fn=lambda: os.sched_setaffinity(0, CPUS)) for _ in range(n)]
 
 
+def unread_answer(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds an established TCP connection to ``port`` with bytes received
+    and not yet read (an answer waiting: a request in flight), from /proc."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[8:-1])
+    except OSError:
+        return False
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = open(f"/proc/{pid}/net/{table}").read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            rem_port = int(f[2].rsplit(":", 1)[1], 16)
+            rx = int(f[4].split(":")[1], 16)
+            if f[3] == "01" and rem_port == port and rx > 0 and f[9] in inodes:
+                return True
+    return False
+
+
 @contextlib.contextmanager
-def starver(session, pause: float = 1.5, every: float = 2.5, most: int = 12):
+def starver(session, port: int, pause: float = 1.5, every: float = 2.5, most: int = 12):
     """While the block runs, a descheduled rank as a loaded machine makes one: now and then one
-    rank of the crawl (a random one) is stopped (SIGSTOP) for ``pause`` seconds — longer than a
-    phase slot, so what it had in flight meets its slot's end — then continued; at most ``most``
-    times. Yields the list of (pid, seconds) stops made."""
+    rank of the crawl is stopped (SIGSTOP) for ``pause`` seconds — longer than a phase slot — then
+    continued; at most ``most`` times. The stopped rank is one caught with a request in flight (an
+    answer from the web on ``port`` received and not yet read): a rank caught with none is
+    continued at once (a 20 ms stop, as a busy machine makes them) and another one tried, so that
+    every counted stop meets its request's slot end. Yields the list of (pid, seconds) stops made."""
     stops: list[tuple[int, float]] = []
     done = threading.Event()
     rng = random.Random(str(session))
 
     def run():
         while not done.wait(every) and len(stops) < most:
-            pids = rank_pids(str(session))
-            if len(pids) < 8:
-                continue
-            pid = rng.choice(pids)
-            try:
-                os.kill(pid, signal.SIGSTOP)
-                t0 = time.monotonic()
-                done.wait(pause)
-            finally:
+            for _ in range(100):                 # at most 100 tries a round
+                pids = rank_pids(str(session))
+                if len(pids) < 8 or done.is_set():
+                    break
+                pid = rng.choice(pids)
                 try:
-                    os.kill(pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
-            stops.append((pid, time.monotonic() - t0))
+                    os.kill(pid, signal.SIGSTOP)
+                    t0 = time.monotonic()
+                    done.wait(0.02)
+                    loaded = unread_answer(pid, port)
+                    if loaded:
+                        done.wait(pause)
+                finally:
+                    try:
+                        os.kill(pid, signal.SIGCONT)
+                    except ProcessLookupError:
+                        pass
+                if loaded:
+                    stops.append((pid, time.monotonic() - t0))
+                    break
+                done.wait(0.03)
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
@@ -86,7 +123,7 @@ def test_eight_ranks_on_a_busy_machine_lose_no_page(big_web, tmp_path):
         session = tmp_path / f"run{run}"
         hogs = burners(4, 400)      # two per CPU: the ranks get about a third of each
         try:
-            with serve(big_web) as srv, starver(session) as stops:
+            with serve(big_web) as srv, starver(session, srv.port) as stops:
                 r = crawl_cli(8, big_web, session, "--no-stats", timeout=420, cpus=CPUS)
                 rows = srv.rows()
         finally:

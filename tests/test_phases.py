@@ -291,7 +291,8 @@ from abc_crawler.phases import CUT_LATE, CUT_SLOW, CUT_STARVED, CUT_WARM, cut_ca
     (0.95, 0.99, None, 0.0, False, CUT_SLOW),       # a full slot, no answer: the server's fault
     (0.95, 0.99, 0.02, 0.0, False, CUT_SLOW),       # fast host, full slot, still cut: counted
     (0.40, 0.99, None, 0.0, False, CUT_LATE),       # started late in its slot: no penalty
-    (0.40, 0.99, 0.02, 0.6, False, CUT_LATE),       # late start comes first
+    (0.40, 0.99, 0.02, 0.6, False, CUT_STARVED),    # away most of a late start's time: the gap explains it
+    (0.40, 0.99, 0.02, 0.05, False, CUT_LATE),      # a late start with a short gap: late
     (0.95, 0.99, 0.02, 0.30, False, CUT_STARVED),   # the rank's loop was away a quarter of the time
     (0.95, 0.99, 0.02, 0.20, False, CUT_SLOW),      # a short gap does not excuse it
     (0.30, 0.99, 1.50, 0.6, False, CUT_SLOW),       # the host never answers within a slot: counted
