@@ -63,7 +63,7 @@ The rest across a change of holder. One host's requests from one rank are paced 
 frontier (a batch, then the host's rest: max(politeness delay, Crawl-delay)); the slots must keep
 that rest between two ranks too, or a host would see one rank's last request cut at a slot's end
 and the next holder's first request a guard band later. So a rank may start a request to a shared
-host only at shared time >= E + rest, where E is the end of the newest slot before now in which
+host only at shared time >= E + rest + its guard, where E is the end of the newest slot before now in which
 another rank may have fetched the host (:func:`rest_start`): walking back from the current slot,
 every slot this rank held by the holder table and did not hand over is skipped (only this rank
 could fetch the host in it, and its own batches rest on their own); the first other slot gives E.
@@ -73,9 +73,12 @@ in it before handing over); the walk stops once a slot ends more than ``rest`` b
 there is no wait). Within the current slot, a lease received mid-slot carries the leaser's end
 plus the rest (:meth:`abc_crawler.crawl.slots.SlotGate.take_leases`). Why it is safe: any other
 rank's request to the host lies in a slot it held (by the table or a lease), no later than E, and
-ends before E minus that rank's guard (the curl timeout is capped at its slot's usable end); this
-rank's request starts at E + rest or later on its own clock, so the server sees at least the rest
-plus the two guard bands minus the two clocks' errors, which the guards cover.
+ends before E minus that rank's guard (the curl timeout is capped at its slot's usable end), that
+is before E on the true clock; this rank's request starts at E + rest + its own guard or later on
+its own clock, at E + rest or later on the true clock: the server sees at least the rest. (Without
+this rank's guard, a clock running ahead — its error bound is large on a loaded machine — started
+the new holder up to that error early.) A slow host's request still starts at the rest's end:
+:func:`abc_crawler.crawl.slots.start_threshold` counts the slot from there.
 
 Examples
 --------

@@ -119,9 +119,12 @@ def test_request_limit_waits_the_rest_after_another_ranks_slot():
     s = _slot_after_another(holders, host, 0)
     clock.t = s + 0.01                                  # past the guard band of slot s (1 s slots)
     assert gate.request_limit(host) > 0                 # no rest asked: may go
+    g = pc.guard_for(1.0)                               # this rank's clock may run ahead by its guard
     assert gate.request_limit(host, 0.25) == 0.0        # the other rank's slot ended 0.01 s ago
-    assert gate.rest_until(host, 0.25) == pytest.approx(s + 0.25)
+    assert gate.rest_until(host, 0.25) == pytest.approx(s + 0.25 + g)
     clock.t = s + 0.25
+    assert gate.request_limit(host, 0.25) == 0.0        # the rest is over on this clock, not its guard
+    clock.t = s + 0.25 + g
     assert gate.request_limit(host, 0.25) == pytest.approx(s + 1 - 0.005 - clock.t)
     # a slot this rank holds after one it held too: no wait, unless it handed the earlier one over
     gate.holders = HolderTable(2, 2, {"b.test": {0: 3, 1: 1}})     # rank 0 holds 6 slots of 8
@@ -130,15 +133,37 @@ def test_request_limit_waits_the_rest_after_another_ranks_slot():
     clock.t = n + 0.01
     assert gate.request_limit("b.test", 0.25) > 0
     hosts["b.test"].released = n - 1
-    assert gate.request_limit("b.test", 0.25) == 0.0 and gate.rest_until("b.test", 0.25) == pytest.approx(n + 0.25)
+    assert gate.request_limit("b.test", 0.25) == 0.0 and gate.rest_until("b.test", 0.25) == pytest.approx(n + 0.25 + g)
     hosts["b.test"].released = n - 2                  # an older hand-over (of a slot it never held)
     assert gate.request_limit("b.test", 0.25) > 0
-    assert gate.request_limit("b.test", 1.5) == 0.0 and gate.rest_until("b.test", 1.5) == pytest.approx(n - 1 + 1.5)
+    assert gate.request_limit("b.test", 1.5) == 0.0 and gate.rest_until("b.test", 1.5) == pytest.approx(n - 1 + 1.5 + g)
     # an exclusive host is never gated
     ex = HolderTable(2, 2, {"x.test": {0: 3}})
     gate.holders = ex
     assert gate.request_limit("x.test", 10.0) is None and gate.rest_until("x.test", 10.0) is None
 
+
+
+def test_a_slow_host_still_starts_once_the_rest_after_another_rank_is_over():
+    """A host slower than half a slot (0.7 s here, 1 s slots) gets a request at the start of every
+    slot it holds — after another rank's slot that start is the end of the rest, and the loop may
+    wake a little later than that: the cap of the start threshold counts from the rest's end, also
+    once the rest is over. (Counted from the slot's start, 0.9 of its usable length, the request
+    never started there: a crawl of such a host under a Crawl-delay ran into its time limit.)"""
+    host = "a.test"
+    gate, pc, holders, clock, f, hosts = _gate(0, 0.0)
+    s = _slot_after_another(holders, host, 0)
+    g = pc.guard_for(1.0)
+    hosts[host].time = 0.7
+    clock.t = s + 0.25 + g + 0.01                       # the loop woke 10 ms after the rest
+    left = s + 1 - g - clock.t
+    assert left < 0.9 * (1 - 2 * g)                      # less than the cap over the whole usable slot
+    assert gate.request_limit(host, 0.25) == pytest.approx(left)
+    clock.t = s + 0.5                                    # later in the slot: too little left, it waits
+    assert gate.request_limit(host, 0.25) == 0.0
+    # the same slot without a rest to keep: the cap counts from the slot's start, 10 ms late is refused
+    clock.t = s + 0.25 + g + 0.01
+    assert gate.request_limit(host, 0.0) == 0.0
 
 def _runner(gate, clock, f, hosts, delay):
     cfg = SimpleNamespace(politeness_delay=delay, concurrency=4)
@@ -170,13 +195,14 @@ def test_a_refused_batch_is_retried_once_the_rest_is_over_within_the_slot():
     runner.start(mono)
     assert submitted == [] and not runner.batches       # refused before any request
     assert all(f.states[i] == IN_LIST for i in range(3)) and f.n_in_list == 3
-    assert f.blocked_until[host] == pytest.approx(mono + 0.24)
+    g = pc.guard_for(1.0)                             # the rest waits this rank's guard too
+    assert f.blocked_until[host] == pytest.approx(mono + 0.24 + g)
     assert gate.counters.requests == 0 and gate.counters.slot_cuts == 0
     clock.t = s + 0.2                                 # still resting: nothing starts
     runner.start(mono + 0.19)
     assert submitted == []
-    clock.t = s + 0.26                                # the rest is over, same slot: the batch goes
-    runner.start(mono + 0.25)
+    clock.t = s + 0.25 + g + 0.001                    # the rest is over, same slot: the batch goes
+    runner.start(mono + 0.24 + g + 0.001)
     assert len(submitted) == 1 and submitted[0][1] == f"http://{host}/0"
     assert submitted[0][2] == pytest.approx(s + 1 - 0.005 - clock.t)   # capped at the slot's end
     assert gate.counters.requests == 1 and gate.counters.slot_cuts == 0

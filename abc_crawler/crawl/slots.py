@@ -9,12 +9,13 @@ announcements. A rank that never holds the host's slot by the table may contact 
 lease for that slot.
 
 The rest between two ranks' batches (:func:`abc_crawler.phases.rest_start`): a request to a shared
-host starts only at E + rest, E the end of the newest earlier slot in which another rank may have
+host starts only at E + rest + this rank's guard (its clock may run ahead by that much), E the end of the newest earlier slot in which another rank may have
 fetched the host (a slot this rank held by the table and did not hand over does not count; one it
 held only by a lease, or at or before its newest hand-over, does), rest the host's
 max(politeness delay, Crawl-delay). :meth:`SlotGate.request_limit` returns 0 before that time and
 :meth:`SlotGate.rest_until` tells the batch runner when to try again (the host is blocked until
-then, within the same slot). Within the current slot a lease carries the leaser's end plus the
+then, within the same slot; the start threshold's cap counts the slot from the rest's end, so a
+slow host still gets its request in a slot that begins with a rest). Within the current slot a lease carries the leaser's end plus the
 rest (:meth:`SlotGate.take_leases`), widened by the guard bands of both ranks: the leaser's
 clock and the receiver's may each err by up to their guard, as at a slot boundary.
 """
@@ -116,7 +117,11 @@ class SlotGate:
         if t is not None and now < t:
             return 0.0                   # another rank's batch of the host was too recent
         left = w[2] - now
-        if left < start_threshold(self.hosts[host].time, w[2] - w[1]):
+        # the host's share of the slot begins when the rest is over (as seen from the slot's start,
+        # also once it is over): a slow host still gets its request then
+        t = self.rest_until(host, rest, w[1])
+        first = w[1] if t is None else max(w[1], t)
+        if left < start_threshold(self.hosts[host].time, w[2] - first):
             return 0.0                   # it would likely be cut: the request waits for the next slot
         return left
 
@@ -126,9 +131,11 @@ class SlotGate:
         now = self.clock.shared() if shared is None else shared
         if rest <= 0.0 or self.holders.exclusive(host) is not None:
             return None
-        slot = self.pc.slot(now)[0]
+        slot, a, b = self.pc.slot(now)
         st = self.hosts.get(host)
-        return rest_start(self.rank, now, rest, slot, self.pc.bounds,
+        # the other rank's requests end before E on the true clock (its guard covers its error);
+        # this rank's clock may run ahead by up to its own guard: that is waited too, as for a lease
+        return rest_start(self.rank, now, rest + self.pc.guard_for(b - a), slot, self.pc.bounds,
                           lambda n: self.holders.holder(host, n), None if st is None else st.released)
 
     def next_start(self, now: float) -> float:
