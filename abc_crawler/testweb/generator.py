@@ -298,14 +298,28 @@ class _Gen:
                 return rng.choices(self.host_pages[host], cum_weights=host_cum[host], k=1)[0]
             return rng.choices(all_normal, cum_weights=glob_cum, k=1)[0]
 
+        meta_done = False
+        sources: dict = {}   # host (None: all hosts) -> its normal pages that may link (see some_source)
+
         def some_source(host: str) -> _Page:
-            """A page that links to a special route of ``host`` (mostly from the same host)."""
+            """A page that links to a special route of ``host`` (mostly from the same host).
+
+            Candidates are normal pages of kind "page" without meta nofollow;
+            both are fixed once the meta-nofollow pages are chosen (before the
+            first call), so the lists are built once: building them per call
+            made the web's generation quadratic in its size.
+            """
+            if not sources:
+                assert meta_done, "some_source before the meta-nofollow pages are chosen"
+                every = [p for p in all_normal if p.kind == "page" and not p.meta_nofollow]
+                sources[None] = every or all_normal
+                for p in every:   # all_normal is host by host: each list keeps host_pages' order
+                    sources.setdefault(p.host, []).append(p)
             if rng.random() < 0.8:
-                cands = [p for p in self.host_pages[host] if p.kind == "page" and not p.meta_nofollow]
+                cands = sources.get(host)
                 if cands:
                     return rng.choice(cands)
-            return rng.choice([p for p in all_normal if p.kind == "page" and not p.meta_nofollow]
-                              or all_normal)
+            return rng.choice(sources[None])
 
         # structural links: a tree per host, host roots linked from earlier hosts
         tree_parents = set()
@@ -369,6 +383,7 @@ class _Gen:
         meta_pages = leaves[: k["meta_nofollow_pages"]]
         for p in meta_pages:
             p.meta_nofollow = True
+        meta_done = True   # from here on no normal page changes kind or meta nofollow
 
         # special pages -------------------------------------------------------
         counters = {h: len(self.host_pages[h]) for h in self.hosts}
@@ -452,7 +467,7 @@ class _Gen:
         for n in range(k["query_pages"]):
             h = self.pick_host(sizes_cum)
             path = f"/search.html?page={n + 1}&q=crawl"
-            if path in (p.path for p in self.pages.values() if p.host == h):
+            if self.url(h, path) in self.pages:   # every page's url is self.url(host, path)
                 continue
             q = add_special(h, path, kind="query", file=f"_q/search-{n + 1}.html")
             link_to(q)
