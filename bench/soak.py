@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/soak.py [--minutes 30] [--ranks 8] [--hosts 2000] [--pages 1000000]
                                    [--sample-seconds 10] [--out bench/results/soak.json]
+    .venv/bin/python bench/soak.py --analyze SESSION     # the per-host windows of a finished crawl
 
 One large generated web (default 2,000 hosts, 1,000,000 pages, Zipf host sizes; generated once
 under ``$ABC_BENCH_DATA``, about 9.5 GB) served by nginx on loopback, crawled by ``mpiexec -n 8
@@ -16,7 +17,8 @@ requests and the rate over those 5 minutes, the frontier, the ranks' RSS (rank 0
 holds the crawled graph) and the RSS of all ranks per known URL (requests + frontier) — and
 finally whether the crawl ended normally (exit status 0, ``stopped`` = ``time-limit``, no
 ``errors/`` record), its supersteps and stats.json's totals. The issue's goal: no growth in
-memory per known URL, and no decay in rate beyond what the frontier explains.
+memory per known URL, and no decay in rate beyond what the frontier explains — for that it
+prints, per 5 minutes, the hosts fetched and the busiest hosts' rates (:func:`host_windows`).
 """
 from __future__ import annotations
 
@@ -66,6 +68,47 @@ def rank_pids(session: Path) -> dict[int, int]:
     return ranks
 
 
+def host_windows(session: Path, minutes: float = 5.0) -> list[dict]:
+    """What the frontier explains: per window of ``minutes`` (from the first record), the records
+    stored per second, the hosts fetched, and the five busiest hosts' records per second — read
+    from the session's CDXJ indexes (one line per WARC record: its host and its 14-digit date, so
+    one-second resolution). A crawl whose rate falls because hosts run out of work shows fewer
+    hosts and the busiest still at their politeness-bound rate; a crawler slowing down would show
+    the busiest hosts' rate falling too."""
+    import datetime
+    from collections import Counter, defaultdict
+
+    times: list[tuple[float, str]] = []
+    for f in sorted((session / "warc").glob("*.cdxj")):
+        with open(f) as fh:
+            for line in fh:
+                key, ts, _ = line.split(" ", 2)
+                host = key.split(")", 1)[0].split(",")[-1].split(":")[0]
+                dt = datetime.datetime.strptime(ts, "%Y%m%d%H%M%S").replace(tzinfo=datetime.timezone.utc)
+                times.append((dt.timestamp(), host))
+    if not times:
+        return []
+    t0 = min(t for t, _ in times)
+    span = minutes * 60
+    wins: dict[int, Counter] = defaultdict(Counter)
+    for t, h in times:
+        wins[int((t - t0) // span)][h] += 1
+    rows = []
+    for w in sorted(wins):
+        c = wins[w]
+        rows.append({"minutes": [round(w * minutes, 1), round((w + 1) * minutes, 1)],
+                     "records_per_s": round(sum(c.values()) / span, 1), "hosts": len(c),
+                     "top5_per_s": [round(v / span, 1) for _, v in c.most_common(5)]})
+    return rows
+
+
+def print_host_windows(rows: list[dict]) -> None:
+    print(f"\n{'minutes':>9} {'records/s':>10} {'hosts fetched':>14}  busiest 5 hosts, records/s")
+    for r in rows:
+        a, b = r["minutes"]
+        print(f"{a:4.0f}-{b:<4.0f} {r['records_per_s']:10.1f} {r['hosts']:14d}  {r['top5_per_s']}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=30.0)
@@ -74,7 +117,15 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", type=int, default=1_000_000)
     ap.add_argument("--sample-seconds", type=float, default=10.0)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--analyze", metavar="SESSION", default=None,
+                    help="only print the per-host windows of an existing session (its CDXJ indexes)")
     args = ap.parse_args(argv)
+    if args.analyze:
+        session = Path(args.analyze)
+        if not (session / "warc").is_dir():
+            ap.error(f"--analyze: {session} has no warc/ directory (not a crawl session)")
+        print_host_windows(host_windows(session))
+        return 0
     print(harness.describe_header(f"soak: {args.ranks} ranks, {args.minutes:g} min, "
                                   f"{args.hosts} hosts / {args.pages} pages, nginx"), flush=True)
     web = harness.generated_web(args.hosts, args.pages, seed=7, port=18091)
@@ -146,7 +197,10 @@ def main(argv=None) -> int:
               f"{[round(p['max_rss_kb'] / 1024) for p in stats['per_rank']]}")
     if not normal:
         print("".join(tail[-30:]))
+    hosts = host_windows(session)
+    print_host_windows(hosts)
     path = harness.write_result("soak", {"args": vars(args), "ended_normally": normal, "rc": rc,
+                                         "host_windows": hosts,
                                          "stopped": stats.get("stopped"), "rows": rows, "samples": samples,
                                          "supersteps": stats.get("exchange", {}).get("supersteps"),
                                          "requests": stats.get("requests"), "wall_s": stats.get("wall_s")},
