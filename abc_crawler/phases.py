@@ -63,8 +63,8 @@ The rest across a change of holder. One host's requests from one rank are paced 
 frontier (a batch, then the host's rest: max(politeness delay, Crawl-delay)); the slots must keep
 that rest between two ranks too, or a host would see one rank's last request cut at a slot's end
 and the next holder's first request a guard band later. So a rank may start a request to a shared
-host only at shared time >= E + rest + its guard, where E is the end of the newest slot before now in which
-another rank may have fetched the host (:func:`rest_start`): walking back from the current slot,
+host only at shared time >= E + rest + its guard, where E is the end of the newest slot before now
+in which another rank may have fetched the host (:func:`rest_start`): walking back from the current slot,
 every slot this rank held by the holder table and did not hand over is skipped (only this rank
 could fetch the host in it, and its own batches rest on their own); the first other slot gives E.
 A slot at or before the newest slot this rank handed over counts as not held (only the newest

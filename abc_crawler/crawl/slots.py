@@ -9,13 +9,14 @@ announcements. A rank that never holds the host's slot by the table may contact 
 lease for that slot.
 
 The rest between two ranks' batches (:func:`abc_crawler.phases.rest_start`): a request to a shared
-host starts only at E + rest + this rank's guard (its clock may run ahead by that much), E the end of the newest earlier slot in which another rank may have
-fetched the host (a slot this rank held by the table and did not hand over does not count; one it
-held only by a lease, or at or before its newest hand-over, does), rest the host's
-max(politeness delay, Crawl-delay). :meth:`SlotGate.request_limit` returns 0 before that time and
-:meth:`SlotGate.rest_until` tells the batch runner when to try again (the host is blocked until
-then, within the same slot; the start threshold's cap counts the slot from the rest's end, so a
-slow host still gets its request in a slot that begins with a rest). Within the current slot a lease carries the leaser's end plus the
+host starts only at E + rest + this rank's guard (its clock may run ahead by that much), E the end
+of the newest earlier slot in which another rank may have fetched the host (a slot this rank held
+by the table and did not hand over does not count; one it held only by a lease, or at or before its
+newest hand-over, does), rest the host's max(politeness delay, Crawl-delay).
+:meth:`SlotGate.request_limit` returns 0 before that time and :meth:`SlotGate.rest_until` tells the
+batch runner when to try again (the host is blocked until then, within the same slot; the start
+threshold's cap counts the slot from the rest's end, so a slow host still gets its request in a
+slot that begins with a rest). Within the current slot a lease carries the leaser's end plus the
 rest (:meth:`SlotGate.take_leases`), widened by the guard bands of both ranks: the leaser's
 clock and the receiver's may each err by up to their guard, as at a slot boundary.
 """
