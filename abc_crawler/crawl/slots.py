@@ -114,14 +114,14 @@ class SlotGate:
         if w is None or not self.admit(host):
             return 0.0
         now = self.clock.shared()
-        t = self.rest_until(host, rest, now)
+        # the end of the rest as seen from the slot's usable start (None: over by then); it stays
+        # known once it is over, so that the host's share of the slot begins there and a slow host
+        # still gets its request then
+        t = self.rest_until(host, rest, w[1])
         if t is not None and now < t:
             return 0.0                   # another rank's batch of the host was too recent
         left = w[2] - now
-        # the host's share of the slot begins when the rest is over (as seen from the slot's start,
-        # also once it is over): a slow host still gets its request then
-        t = self.rest_until(host, rest, w[1])
-        first = w[1] if t is None else max(w[1], t)
+        first = w[1] if t is None else t
         if left < start_threshold(self.hosts[host].time, w[2] - first):
             return 0.0                   # it would likely be cut: the request waits for the next slot
         return left
