@@ -298,29 +298,6 @@ class _Gen:
                 return rng.choices(self.host_pages[host], cum_weights=host_cum[host], k=1)[0]
             return rng.choices(all_normal, cum_weights=glob_cum, k=1)[0]
 
-        meta_done = False
-        sources: dict = {}   # host (None: all hosts) -> its normal pages that may link (see some_source)
-
-        def some_source(host: str) -> _Page:
-            """A page that links to a special route of ``host`` (mostly from the same host).
-
-            Candidates are normal pages of kind "page" without meta nofollow;
-            both are fixed once the meta-nofollow pages are chosen (before the
-            first call), so the lists are built once: building them per call
-            made the web's generation quadratic in its size.
-            """
-            if not sources:
-                assert meta_done, "some_source before the meta-nofollow pages are chosen"
-                every = [p for p in all_normal if p.kind == "page" and not p.meta_nofollow]
-                sources[None] = every or all_normal
-                for p in every:   # all_normal is host by host: each list keeps host_pages' order
-                    sources.setdefault(p.host, []).append(p)
-            if rng.random() < 0.8:
-                cands = sources.get(host)
-                if cands:
-                    return rng.choice(cands)
-            return rng.choice(sources[None])
-
         # structural links: a tree per host, host roots linked from earlier hosts
         tree_parents = set()
         for h in self.hosts:
@@ -383,7 +360,23 @@ class _Gen:
         meta_pages = leaves[: k["meta_nofollow_pages"]]
         for p in meta_pages:
             p.meta_nofollow = True
-        meta_done = True   # from here on no normal page changes kind or meta nofollow
+
+        # the pages that may link to a special route: normal pages of kind "page" without meta
+        # nofollow, fixed from here on, so listed once (a scan per special route made generation
+        # quadratic); all_normal is host by host, so each host's list keeps host_pages' order
+        link_sources = [p for p in all_normal if p.kind == "page" and not p.meta_nofollow]
+        host_sources: dict[str, list[_Page]] = {}
+        for p in link_sources:
+            host_sources.setdefault(p.host, []).append(p)
+        link_sources = link_sources or all_normal
+
+        def some_source(host: str) -> _Page:
+            """A page that links to a special route of ``host`` (mostly from the same host)."""
+            if rng.random() < 0.8:
+                cands = host_sources.get(host)
+                if cands:
+                    return rng.choice(cands)
+            return rng.choice(link_sources)
 
         # special pages -------------------------------------------------------
         counters = {h: len(self.host_pages[h]) for h in self.hosts}
