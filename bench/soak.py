@@ -77,15 +77,17 @@ def host_windows(session: Path, minutes: float = 5.0) -> list[dict]:
     the busiest hosts' rate falling too."""
     import datetime
     from collections import Counter, defaultdict
+    from urllib.parse import urlsplit
+
+    from abc_crawler.cdxj import read_index
 
     times: list[tuple[float, str]] = []
     for f in sorted((session / "warc").glob("*.cdxj")):
-        with open(f) as fh:
-            for line in fh:
-                key, ts, _ = line.split(" ", 2)
-                host = key.split(")", 1)[0].split(",")[-1].split(":")[0]
-                dt = datetime.datetime.strptime(ts, "%Y%m%d%H%M%S").replace(tzinfo=datetime.timezone.utc)
-                times.append((dt.timestamp(), host))
+        for line in read_index(f):
+            _, ts, fields = line.split(" ", 2)
+            host = urlsplit(json.loads(fields)["url"]).hostname
+            dt = datetime.datetime.strptime(ts, "%Y%m%d%H%M%S").replace(tzinfo=datetime.timezone.utc)
+            times.append((dt.timestamp(), host))
     if not times:
         return []
     t0 = min(t for t, _ in times)
