@@ -83,7 +83,10 @@ def starver(session, port: int, pause: float = 1.5, every: float = 2.5, most: in
                 pid = rng.choice(pids)
                 try:
                     os.kill(pid, signal.SIGSTOP)
-                    t0 = time.monotonic()
+                except ProcessLookupError:       # the rank ended meanwhile: try another one
+                    continue
+                t0 = time.monotonic()
+                try:
                     done.wait(0.02)
                     loaded = unread_answer(pid, port)
                     if loaded:
