@@ -162,7 +162,11 @@ def test_dashboard_in_chromium_during_a_4_rank_crawl(browser, tmp_path):
                 time.sleep(0.6)
             assert matched >= 5 and len(values) >= 3, (matched, values)    # a live crawl, compared often
 
-            # every chart drawn (SVG made by the page's script); nothing failed to load
+            # every chart drawn (SVG made by the page's script); nothing failed to load. The degree
+            # chart has a point per degree bin seen so far: early in the crawl there may be fewer
+            # than 4 bins, so wait (bounded) until the live crawl has them
+            page.wait_for_function("() => document.querySelectorAll('#chart-degrees circle.point').length >= 4",
+                                   timeout=60_000)
             drawn = page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll('div.chart')).map(
                 d => [d.id, {svgs: d.querySelectorAll('svg').length, bars: d.querySelectorAll('rect.bar').length,
                              points: d.querySelectorAll('circle.point').length,
