@@ -39,7 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Crawl from SEEDS on every MPI rank (run under mpiexec -n K) and write a session directory.",
     )
     p.add_argument("seeds", nargs="?", help="seeds file: one URL per line; blank lines and # comments are skipped")
-    p.add_argument("--config", metavar="FILE", help="TOML file with any of the settings below (flags win)")
+    p.add_argument("--config", metavar="FILE", action="append",
+                   help="TOML file with any of the settings below (flags win); may be given more than once, a later file wins "
+                        "(e.g. the lab settings of lab.toml, then a file of your own)")
     p.add_argument("--resume", metavar="SESSION",
                    help="continue a crawl that was killed or stopped, from its newest checkpoint (same number of ranks; "
                         "its settings are reused, flags given now win)")

@@ -33,7 +33,8 @@ from typing import Any
 from .exceptions import ConfigError
 from .ownership import N_BUCKETS
 
-__all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew", "robots_token_of"]
+__all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew", "robots_token_of", "config_paths",
+           "phase_seconds_of"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("assign", str, "hash", "page-to-rank assignment: hash, site-hash, or a part vector (partvec.npz, or a session directory holding one)"),
     Setting("remap", bool, False, "accept a part vector made for another number of ranks by remapping its parts"),
     Setting("assign_buckets", int, N_BUCKETS, "logical buckets of the two-stage hash mapping (WebGather)", 1),
-    Setting("concurrency", int, 32, "Bucket elements (hosts) fetched at once per rank", 1),
+    Setting("concurrency", int, 32, "requests in flight at once per rank (each to another host)", 1),
     Setting("superstep_pages", int, 256, "R: responses a rank processes per superstep before it exchanges", 1),
     Setting("superstep_seconds", float, 0.5, "longest superstep in seconds before a rank exchanges", 0.001),
     Setting("batch_urls", int, 16, "L: URLs per Bucket element, fetched over one connection", 1),
@@ -72,7 +73,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bucket_rows", int, 8, "Bucket rows (elements per column)", 1),
     Setting("window", int, 250_000, "URLStates sliding-window size (entries scanned per pass)", 1),
     Setting("bucket_flush_seconds", float, 0.05, "an element waiting this long is fetched with fewer than L URLs", 0.0),
-    Setting("politeness_delay", float, 0.25, "seconds a host rests (TIMEWAIT) after a batch; robots Crawl-delay raises it", 0.0),
+    Setting("politeness_delay", float, 1.0, "least seconds between two requests to one host, from the end of one to the start of the next, whichever ranks send them (robots.txt Crawl-delay and --delay-factor raise it)", 0.0),
+    Setting("delay_factor", float, 2.0, "after a response that took t seconds its host rests max(politeness delay, Crawl-delay, F x t), the adaptive part capped at --max-delay (Heritrix's delayFactor)", 0.0),
+    Setting("max_delay", float, 30.0, "cap, in seconds, on the adaptive rest delay-factor x response time", 0.0),
+    Setting("max_crawl_delay", float, 30.0, "a host whose robots.txt asks a longer Crawl-delay (seconds) is skipped, its URLs counted as crawl_delay_too_long", 0.0),
+    Setting("ip_politeness_delay", float, 0.25, "least seconds between two requests to one IP address, over all the hosts that share it and all ranks (with --resolve, names on one address share it)", 0.0),
+    Setting("active_hosts", int, 512, "hosts a rank fetches from at once (each paced by its politeness rest); --concurrency bounds the requests in flight", 1),
     Setting("timeout", float, 10.0, "seconds per request (transfer included)", 0.1),
     Setting("connect_timeout", float, 5.0, "seconds to connect", 0.1),
     Setting("proxy", str, None, "forward proxy for every request: an http://, https:// or socks5h:// URL, or 'env' for the http_proxy, https_proxy, all_proxy and no_proxy variables (default: none)"),
@@ -99,7 +105,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("slot_handover", bool, True, "a rank that holds a host's phase slot but has nothing queued for it hands the slot to a rank that announced work for the host"),
     Setting("n_phases", int, 0, "number of phases (0: the number of ranks); must be >= the number of ranks", 0),
     Setting("max_slot_cuts", int, 3, "a request cut at the end of its phase slot this many times in a row fails as slot_too_short (it cannot fit in a slot)", 1),
-    Setting("phase_seconds", float, 1.0, "length of a phase time slot", 0.05),
+    Setting("phase_seconds", float, 0.0, "length of a phase time slot (0: auto, long enough for the longest rest a host can owe plus a request, so that a holder always gets a request in: 37.51 s at the defaults)", 0.0),
     Setting("phase_warmup", int, 3, "fast rotation while the frontier fills: the first n-phases slots last phase-seconds/2^W, the next n-phases twice that, ..., then phase-seconds; each rank serves each phase once per length, and a cut in a warm-up slot does not count towards max-slot-cuts; no slot shorter than 50 ms or four guards (0: off)", 0),
     Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),
@@ -235,6 +241,53 @@ def _check_real_web(v: dict) -> None:
         check_proxy_url(proxy)
 
 
+def config_paths(toml_path: str | list[str] | None) -> list[str]:
+    """``--config`` given once, several times (a list), or not at all."""
+    if toml_path is None:
+        return []
+    return [toml_path] if isinstance(toml_path, str) else list(toml_path)
+
+
+def phase_seconds_of(v) -> float:
+    """The phase-slot length in force: ``--phase-seconds``, or for 0 (auto) the shortest slot that
+    holds the longest rest a host may owe plus a request
+    (:func:`abc_crawler.politeness.slot_seconds_needed`), at least 1 s.
+
+    >>> phase_seconds_of({"phase_seconds": 0.0, "politeness_delay": 1.0, "delay_factor": 2.0, "max_delay": 30.0,
+    ...                   "max_crawl_delay": 30.0, "ip_politeness_delay": 0.25, "phase_guard": 0.005})
+    37.51
+    """
+    from .politeness import longest_rest, slot_seconds_needed
+
+    get = v.__getitem__ if isinstance(v, dict) else v.__getattribute__
+    if get("phase_seconds") > 0:
+        return get("phase_seconds")
+    rest = max(longest_rest(get("politeness_delay"), get("max_crawl_delay"), get("delay_factor"), get("max_delay")),
+               get("ip_politeness_delay"))
+    return max(1.0, slot_seconds_needed(rest, get("phase_guard")))
+
+
+def _check_politeness(v: dict) -> None:
+    """The rests and the phase slots that must hold them (a slot shorter than a host's rest would
+    never let its holder send a request: the crawl would stall)."""
+    from .politeness import MIN_REQUEST_SECONDS, longest_rest
+
+    L = v["phase_seconds"]
+    if L == 0:
+        return
+    if L < 0.05:
+        raise ConfigError(f"phase-seconds: must be 0 (auto) or >= 0.05, got {L:g}")
+    rest = max(longest_rest(v["politeness_delay"], v["max_crawl_delay"], v["delay_factor"], v["max_delay"]),
+               v["ip_politeness_delay"])
+    need = rest + 2 * v["phase_guard"] + MIN_REQUEST_SECONDS
+    if L < need:
+        raise ConfigError(
+            f"phase-seconds: {L:g} s slots cannot hold the longest rest a host may owe ({rest:g} s: the largest of "
+            f"--politeness-delay, --max-crawl-delay, --ip-politeness-delay and, with --delay-factor > 0, --max-delay) "
+            f"plus a request, so such a host would never be fetched: give at least {need:.3g}, or 0 (auto), "
+            "or lower those settings")
+
+
 def robots_token_of(cfg) -> str:
     """The product token robots.txt groups are matched on: ``--robots-token`` or the one of ``--user-agent``."""
     from .robots import robots_token
@@ -261,12 +314,13 @@ class CrawlConfig:
         raise AttributeError(name)
 
     @classmethod
-    def build(cls, cli: dict[str, Any], toml_path: str | None = None) -> "CrawlConfig":
-        """Merge defaults, the TOML file and CLI values (None = not given); validate."""
+    def build(cls, cli: dict[str, Any], toml_path: str | list[str] | None = None) -> "CrawlConfig":
+        """Merge defaults, the TOML file(s) (in order: a later file wins) and CLI values (None = not
+        given); validate."""
         merged: dict[str, Any] = {s.name: s.default for s in SETTINGS}
         seeds = cli.get("seeds")
-        if toml_path is not None:
-            from_file = read_config_file(toml_path)
+        for path in config_paths(toml_path):
+            from_file = read_config_file(path)
             file_seeds = from_file.pop("seeds", None)
             seeds = seeds or file_seeds
             merged.update(from_file)
@@ -294,6 +348,7 @@ class CrawlConfig:
             except ValueError as exc:
                 raise ConfigError(f"dashboard: {exc}") from None
         _check_real_web(merged)
+        _check_politeness(merged)
         prev = merged["previous"]
         if prev is not None and not Path(prev).is_dir():
             raise ConfigError(f"previous: expected the directory of an earlier session, got {prev!r}")

@@ -4,8 +4,8 @@ Steps (each one a real command a user can run by hand; they are printed):
 
 1. ``abc-testweb generate demo/web`` — a synthetic web (``docs/TESTWEB.md``);
 2. ``abc-testweb serve demo/web`` in the background — the embedded server;
-3. ``mpiexec -n 8 abc-crawl demo/web/seeds.txt --resolve demo/web/resolve.txt``
-   — session 1 with the URL-hash assignment;
+3. ``mpiexec -n 8 abc-crawl demo/web/seeds.txt --config lab.toml --resolve demo/web/resolve.txt``
+   — session 1 with the URL-hash assignment, with the lab settings of ``lab.toml``;
 4. ``abc-repartition`` on session 1 and ``abc-crawl --assign`` with the part
    vector — session 2; ``abc-report`` compares them (when the partitioning
    tools are installed).
@@ -24,7 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["main", "LAB_TOML"]
+
+#: the lab settings of a loopback crawl, checked in at the top of the repository (the crawler's
+#: defaults are for the open web: a 1 s politeness delay per request and 37.5 s phase slots)
+LAB_TOML = Path(__file__).resolve().parents[1] / "lab.toml"
 
 
 def _bin(name: str) -> str:
@@ -65,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             time.sleep(0.05)
         mpiexec = _bin("mpiexec")
-        common = [str(web / "seeds.txt"), "--resolve", str(web / "resolve.txt"), "--politeness-delay", "0.05"]
+        # the lab settings of a loopback web (the defaults are for the open web), a short delay kept
+        common = [str(web / "seeds.txt"), "--config", str(LAB_TOML), "--resolve", str(web / "resolve.txt"),
+                  "--politeness-delay", "0.05"]
         s1 = root / "sessions" / "s1-hash"
         _run([mpiexec, "-n", str(args.ranks), _bin("abc-crawl"), *common, "--session-dir", str(s1)], timeout=1200)
         try:

@@ -24,7 +24,8 @@ fetch it, at every link depth. So the rotation starts fast: counted from an
 ``phase_seconds / 2**warmup``, the next ``n_phases`` twice that, and so on
 until slots reach ``phase_seconds`` (with ``warmup = 3`` and 1 s slots at
 K = 8: 8 slots of 0.125 s, 8 of 0.25 s, 8 of 0.5 s, then 1 s slots; fewer
-halvings when a slot would be shorter than 50 ms or four guard bands). Slot
+halvings when a slot would be shorter than 50 ms, four guard bands, or the slot the politeness
+delay needs for a request). Slot
 numbers keep counting up by one, so holders stay one per slot; under equal
 shares every rank holds every host once per ``n_phases`` slots at every length,
 so a page too slow for the short slots is cut at most ``warmup`` times per rank,
@@ -59,26 +60,21 @@ receiver fetches the host only within that slot, after the politeness rest the
 lease carries. The lease is the only way a non-holder may fetch a shared host,
 and only one is sent per (host, slot), so two ranks never hold one host at once.
 
-The rest across a change of holder. One host's requests from one rank are paced by the
-frontier (a batch, then the host's rest: max(politeness delay, Crawl-delay)); the slots must keep
-that rest between two ranks too, or a host would see one rank's last request cut at a slot's end
-and the next holder's first request a guard band later. So a rank may start a request to a shared
-host only at shared time >= E + rest + its guard, where E is the end of the newest slot before now
-in which another rank may have fetched the host (:func:`rest_start`): walking back from the current slot,
-every slot this rank held by the holder table and did not hand over is skipped (only this rank
-could fetch the host in it, and its own batches rest on their own); the first other slot gives E.
-A slot at or before the newest slot this rank handed over counts as not held (only the newest
-hand-over is remembered), and so does a slot it held only by a lease (the leaser may have fetched
-in it before handing over); the walk stops once a slot ends more than ``rest`` before now (then
-there is no wait). Within the current slot, a lease received mid-slot carries the leaser's end
-plus the rest (:meth:`abc_crawler.crawl.slots.SlotGate.take_leases`). Why it is safe: any other
-rank's request to the host lies in a slot it held (by the table or a lease), no later than E, and
-ends before E minus that rank's guard (the curl timeout is capped at its slot's usable end), that
-is before E on the true clock; this rank's request starts at E + rest + its own guard or later on
-its own clock, at E + rest or later on the true clock: the server sees at least the rest. (Without
-this rank's guard, a clock running ahead — its error bound is large on a loaded machine — started
-the new holder up to that error early.) A slow host's request still starts at the rest's end:
-:func:`abc_crawler.crawl.slots.start_threshold` counts the slot from there.
+The rest across a change of holder (:mod:`abc_crawler.politeness`). Politeness is spacing: after
+each request a host rests (max(politeness delay, Crawl-delay, delay factor x response time)) before
+the next one, from whichever rank. Whoever contacts a shared host in a slot — its holder by the
+table, or the receiver of a lease — leaves the host rested when its run of held slots ends: a
+request starts only when its time limit plus the rest it would owe fits before the run's usable
+end (:meth:`abc_crawler.crawl.slots.SlotGate.request_limit`). The next holder then starts at its
+slot's usable start with no wait. Why it is safe: the previous holder's requests and their rests
+end before its run's end minus its guard on its clock, that is before the slot boundary E on the
+true clock; the next holder starts at E plus its guard on its own clock, at E or later on the true
+clock: the server sees at least the rest, without any rank knowing another's Crawl-delay or
+response times. Why it cannot starve a host: ``--phase-seconds`` (auto by default) is long enough
+for the longest rest a host can owe plus a request (a longer Crawl-delay skips the host), so every
+held slot lets its holder send at least one request once its own rest is over; a host with queued
+work is therefore fetched within its rest plus one rotation of its holders, and a holder with
+nothing queued hands its slot to a rank that announced work.
 
 Examples
 --------
@@ -97,7 +93,7 @@ from typing import Mapping
 import xxhash
 
 __all__ = ["uses_phases", "cut_cause", "slot_of", "slot_bounds", "slot_weights", "swrr_sequence", "holder", "HolderTable", "PhaseClock",
-           "rest_start", "HOLDER_RESOLUTION"]
+           "HOLDER_RESOLUTION"]
 
 #: slots of a holder period per phase: a host's period is ``HOLDER_RESOLUTION * n_phases`` slots,
 #: so shares are followed to 1 / (4 n) (at K = 8: one slot in 32)
@@ -165,32 +161,6 @@ def swrr_sequence(weights: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
 def holder(key: int, slot: int, seq: tuple[int, ...]) -> int:
     """The rank that holds the host with key ``key`` in ``slot``, given its sequence."""
     return seq[(slot + key) % len(seq)]
-
-
-def rest_start(rank: int, now: float, rest: float, slot: int, bounds, holder_of, released: int | None) -> float | None:
-    """Earliest shared time at which ``rank`` may start a request to a shared host in ``slot`` (the
-    slot containing ``now``) so that the host's ``rest`` is kept after every other rank's requests;
-    None when there is no wait (the module docstring states the rule and why it is safe). Pure.
-
-    ``bounds(n) -> (start, end)`` of slot n; ``holder_of(n)``: the rank holding the host in slot n by
-    the holder table; ``released``: the newest slot this rank handed over (None: none).
-
-    >>> hold = {8: 1, 9: 0, 10: 0}.get                     # rank 0 holds slots 9 and 10
-    >>> bounds = lambda n: (n * 1.0, n + 1.0)
-    >>> rest_start(0, 10.05, 0.25, 10, bounds, hold, None)  # rank 1's slot 8 ended at 9.0: no wait
-    >>> rest_start(0, 9.05, 0.25, 9, bounds, hold, None)    # ... but at 9.05 it did: 9.0 + 0.25
-    9.25
-    >>> rest_start(0, 10.05, 0.25, 10, bounds, hold, 9)     # slot 9 was handed over: 10.0 + 0.25
-    10.25
-    """
-    n = slot - 1
-    while True:
-        end = bounds(n)[1]
-        if end + rest <= now:
-            return None
-        if holder_of(n) != rank or (released is not None and n <= released):
-            return end + rest
-        n -= 1
 
 
 class HolderTable:
@@ -291,15 +261,16 @@ class PhaseClock:
     """Which phase a rank may serve now, and until when (pure, given shared-clock times)."""
 
     def __init__(self, rank: int, ranks: int, n_phases: int, phase_seconds: float, guard: float,
-                 error=None, warmup: int = 0, origin: float | None = None):
+                 error=None, warmup: int = 0, origin: float | None = None, min_slot: float = 0.0):
         if n_phases < ranks:
             raise ValueError(f"phases: n-phases ({n_phases}) must be >= the number of ranks ({ranks})")
         if warmup < 0:
             raise ValueError(f"phases: phase-warmup ({warmup}) must be >= 0")
         if not 0 <= 2 * guard < phase_seconds:
             raise ValueError(f"phases: phase-guard ({guard}) must be less than half of phase-seconds ({phase_seconds})")
-        # no warm-up slot shorter than MIN_WARM_SLOT or than four guard bands: fewer halvings instead
-        while warmup > 0 and phase_seconds / 2 ** warmup < max(MIN_WARM_SLOT, 4 * guard):
+        # no warm-up slot shorter than MIN_WARM_SLOT, four guard bands or ``min_slot`` (the slot the
+        # politeness delay needs to fit a request: a shorter one would serve no host): fewer halvings
+        while warmup > 0 and phase_seconds / 2 ** warmup < max(MIN_WARM_SLOT, 4 * guard, min_slot):
             warmup -= 1
         self.rank = rank
         self.n_phases = n_phases

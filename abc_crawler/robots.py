@@ -247,8 +247,10 @@ class RobotsCache:
     derived from (:func:`robots_token`).
     """
 
-    def __init__(self, agent: str, retry_seconds: float = 5.0, enabled: bool = True):
+    def __init__(self, agent: str, retry_seconds: float = 5.0, enabled: bool = True,
+                 max_crawl_delay: float = float("inf")):
         self.agent = robots_token(agent)
+        self.max_crawl_delay = max_crawl_delay    # a host asking a longer Crawl-delay is skipped
         self.retry_seconds = retry_seconds
         self.enabled = enabled
         self.hosts: dict[str, HostRobots] = {}
@@ -298,6 +300,9 @@ class RobotsCache:
             h.rules = RobotsRules.parse(body, self.agent)
             h.crawl_delay = h.rules.crawl_delay
             h.state = "ready"
+            if h.crawl_delay > self.max_crawl_delay:     # Nutch's fetcher.max.crawl.delay: skipped
+                h.state = "dead"
+                h.reason = "crawl_delay_too_long"
             if fetched:
                 h.sitemaps = list(h.rules.sitemaps)
         elif 300 <= status < 500:

@@ -32,7 +32,7 @@ from .progress import Progress, format_bytes, graph_rows
 from .proxies import ProxySettings
 from .scope import Scope, ScopeRules, read_seeds
 from .checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
-from .config import read_config_file
+from .config import config_paths, phase_seconds_of, read_config_file
 from .gather import gather_warc
 from .tls import load_ca_bundle
 from .validators import PreviousShare, previous_shares, write_table
@@ -46,7 +46,7 @@ def _utc() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _resume_config(resume: str, overrides: dict, ranks: int, config_file: str | None = None) -> tuple[CrawlConfig, dict]:
+def _resume_config(resume: str, overrides: dict, ranks: int, config_file: str | list[str] | None = None) -> tuple[CrawlConfig, dict]:
     """Rank 0: the settings of the session to resume (a ``--config`` file and flags given now win) and its manifest."""
     sd = Path(resume)
     try:
@@ -63,8 +63,8 @@ def _resume_config(resume: str, overrides: dict, ranks: int, config_file: str | 
               file=sys.stderr)
     saved = dict(manifest["config"])
     saved.pop("test_crash", None)      # a test hook applies to the run it was given to
-    if config_file is not None:
-        saved.update(read_config_file(config_file))
+    for path in config_paths(config_file):
+        saved.update(read_config_file(path))
     saved.update({k: v for k, v in overrides.items() if v is not None})
     saved["session_dir"] = str(sd)
     return CrawlConfig.build(saved), manifest
@@ -89,7 +89,7 @@ def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:
     holders = None
     if uses_phases(cfg.phases, assignment.site_level, ranks):
         try:
-            PhaseClock(0, ranks, cfg.n_phases or ranks, cfg.phase_seconds, cfg.phase_guard)
+            PhaseClock(0, ranks, cfg.n_phases or ranks, phase_seconds_of(cfg), cfg.phase_guard)
             # who holds which host in which slot: built here once, sent to every rank
             holders = HolderTable(ranks, cfg.n_phases or ranks, assignment.host_pages())
         except ValueError as exc:
@@ -143,7 +143,7 @@ def _agree_resume(comm: Communicator, session_dir: str, host: str,
 
 
 def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=None,
-              resume: str | None = None, overrides: dict | None = None, config_file: str | None = None) -> int:
+              resume: str | None = None, overrides: dict | None = None, config_file: str | list[str] | None = None) -> int:
     """Crawl on every rank of ``comm``; returns the process exit status.
 
     With ``cfg`` None, rank 0 builds the settings from ``overrides`` (the
@@ -408,9 +408,10 @@ def _sum_counts(dicts) -> dict:
 
 
 def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> dict:
-    """What bounded the session's wall time: a host (its politeness-bound makespan: batches of
-    ``batch-urls`` requests, each followed by the host's rest, plus Crawl-delay between requests), a
-    rank (its busy time: wall time minus its idle time), or the exchange (time in exchanges)."""
+    """What bounded the session's wall time: a host (its politeness-bound makespan: its page
+    requests and its robots.txt request, each followed by the host's least rest, max(politeness
+    delay, Crawl-delay), before the next), a rank (its busy time: wall time minus its idle time),
+    or the exchange (time in exchanges)."""
     from collections import Counter
 
     from .urls import host_of
@@ -420,11 +421,9 @@ def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> di
         for h, d in s.get("crawl_delays", {}).items():
             delays[h] = max(delays.get(h, 0.0), d)
     req = Counter(host_of(co.urls[i]) for i, r in enumerate(co.rank) if r >= 0 and co.urls[i])
-    L = cfg.batch_urls
 
     def bound(h: str, n: int) -> float:
-        d = delays.get(h, 0.0)
-        return -(-n // L) * max(cfg.politeness_delay, d) + max(0, n - -(-n // L)) * d
+        return n * max(cfg.politeness_delay, delays.get(h, 0.0))     # n pages + robots.txt: n rests
 
     hosts = sorted(((bound(h, n), h, n) for h, n in req.items()), reverse=True)[:top]
     busy = [round(wall - s["idle_s"], 3) for s in summaries]

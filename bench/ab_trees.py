@@ -37,6 +37,8 @@ def crawl(tree: Path, ranks: int, web: Path, tmp: Path) -> dict:
     cmd = [str(b / "mpiexec"), "-n", str(ranks), str(b / "abc-crawl"), str(web / "seeds.txt"), "--resolve",
            str(web / "resolve.txt"), "--session-dir", str(session), "--progress-seconds", "600", "--no-stats",
            "--politeness-delay", "0"]
+    if (tree / "lab.toml").exists():              # a tree with open-web defaults: its lab settings
+        cmd[5:5] = ["--config", str(tree / "lab.toml")]
     subprocess_bytecode(b, tree)
     r = harness.run_measured(cmd, timeout=1800)
     if r["rc"] != 0:

@@ -28,6 +28,8 @@ __all__ = ["ROOT", "BIN", "RESULTS", "DATA", "machine_info", "software_versions"
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+#: the lab settings of a loopback crawl (the defaults are the open web's); a benchmark's own flags win
+LAB = ("--config", str(ROOT / "lab.toml"))
 RESULTS = ROOT / "bench" / "results"
 DATA = Path(os.environ.get("ABC_BENCH_DATA", "/var/tmp/abc-bench"))
 
@@ -134,7 +136,7 @@ def run_measured(cmd: list[str], timeout: float, env: dict | None = None) -> dic
 def abc_command(ranks: int, web, session, *extra: str, seeds=None, wrap: list[str] | None = None) -> list[str]:
     """``mpiexec -n RANKS abc-crawl`` of a served web's seeds with its resolve list (``wrap``: a command in front)."""
     web = Path(web)
-    crawl = [str(BIN / "abc-crawl"), str(seeds or web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
+    crawl = [str(BIN / "abc-crawl"), str(seeds or web / "seeds.txt"), *LAB, "--resolve", str(web / "resolve.txt"),
              "--session-dir", str(session), "--progress-seconds", "600",
              "--test-rank-header", *extra]        # the servers' access logs attribute requests to ranks by it
     if wrap:

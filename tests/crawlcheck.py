@@ -29,6 +29,9 @@ from logcheck import row_url
 
 BIN = Path(sys.executable).parent
 MPIEXEC = str(BIN / "mpiexec")
+#: the lab settings every test crawl of a loopback web starts from (the defaults are the open web's)
+LAB_TOML = Path(__file__).resolve().parents[1] / "lab.toml"
+LAB = ("--config", str(LAB_TOML))
 
 
 def free_port(addr: str = "127.0.0.1") -> int:
@@ -114,7 +117,7 @@ def crawl_cli(ranks: int, web_dir: Path, session: Path, *extra: str, timeout: fl
               seeds: Path | None = None, cpus: set[int] | None = None) -> subprocess.CompletedProcess:
     """``mpiexec -n RANKS abc-crawl`` on a served web; bounded by ``timeout``. ``cpus``: the CPUs
     the launcher and every rank may run on (CPU affinity, inherited by the ranks)."""
-    cmd = [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds or web_dir / "seeds.txt"),
+    cmd = [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds or web_dir / "seeds.txt"), *LAB,
            "--resolve", str(web_dir / "resolve.txt"), "--session-dir", str(session),
            "--politeness-delay", "0", "--progress-seconds", "1", "--test-rank-header", *extra]
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
@@ -207,15 +210,14 @@ def recompute_metrics(session: Path) -> dict:
 
 
 def check_session(web_dir: Path, session: Path, log=None, complete: bool = True, *,
-                  expect_delay: float | None = None, slot_bug: bool | None = None) -> dict:
+                  expect_delay: float | None = None) -> dict:
     """Assert a finished session is exactly right against the generator's truth and the server's log;
     returns facts for more checks.
 
     ``log``: the server's access log of the crawl (a path, its rows, or one list of rows per run
     of a resumed session, in order); without it the checks of the log are skipped.
-    ``expect_delay``: the politeness delay the log is checked against (default: the session's).
-    ``slot_bug``: exempt gaps across a phase-slot boundary from the rests (default:
-    ``logcheck.SLOT_END_REST_BUG``, a known crawler bug).
+    ``expect_delay``: the politeness delay the log is checked against (default: the session's; a
+    delay given here is checked without the session's adaptive part).
     """
     from warccheck import check_warc_payloads, read_session_warc
 
@@ -294,17 +296,16 @@ def check_session(web_dir: Path, session: Path, log=None, complete: bool = True,
              "requested_all": requested_all, "records": recs, "stored": warc["stored"]}
     if runs is not None:
         facts["log"] = check_log(web_dir, session, runs, manifest, stats, warc["stored"],
-                                 requested if complete else None, expect_delay, slot_bug)
+                                 requested if complete else None, expect_delay)
     return facts
 
 
 def check_log(web_dir: Path, session: Path, runs: list[list[dict]], manifest: dict, stats: dict,
-              stored: dict, requested: set[str] | None, expect_delay: float | None = None,
-              slot_bug: bool | None = None) -> dict:
+              stored: dict, requested: set[str] | None, expect_delay: float | None = None) -> dict:
     """The session against the server's access log (tests/logcheck.py): nothing disallowed or
     outside the served hosts, each page answered once, robots.txt once per host and rank, and the
     politeness rests of every rank."""
-    from logcheck import SLOT_END_REST_BUG, check_once, check_politeness
+    from logcheck import check_once, check_politeness
 
     exp = manifest["expected"]
     port = manifest["port"]
@@ -343,26 +344,12 @@ def check_log(web_dir: Path, session: Path, runs: list[list[dict]], manifest: di
     crawl_delays = {h.split(":")[0]: (v.get("crawl_delay") or 0.0) for h, v in manifest.get("robots", {}).items()}
     if not cfg.get("robots", True):
         crawl_delays = {}
-    slot_of = slot_clock(session, stats) if (SLOT_END_REST_BUG if slot_bug is None else slot_bug) else None
-    # the slot clock is the last run's (stats.json holds its warm-up origin); earlier runs' are unknown
-    polite = [check_politeness(run, port, delay=delay, batch_urls=cfg["batch_urls"], crawl_delays=crawl_delays,
-                               keep_alive_hosts=normal_hosts, across_ranks=bool(stats["per_rank"][0].get("phases")),
-                               slot_of=slot_of if slot_of is None or k == len(runs) - 1 else "unknown")
-              for k, run in enumerate(runs)]
+    polite = [check_politeness(run, port, delay=delay, crawl_delays=crawl_delays,
+                               factor=cfg.get("delay_factor", 0.0) if expect_delay is None else 0.0,
+                               max_delay=cfg.get("max_delay", 0.0),
+                               across_ranks=bool(stats["per_rank"][0].get("phases")))
+              for run in runs]
     return {"once": once, "politeness": polite}
-
-
-def slot_clock(session: Path, stats: dict):
-    """Shared time -> phase slot number of a session crawled with phase slots (None without)."""
-    from abc_crawler.phases import PhaseClock
-
-    p0 = stats["per_rank"][0]
-    if not p0.get("phases"):
-        return None
-    cfg = json.loads((session / "manifest.json").read_text())["config"]
-    pc = PhaseClock(0, stats["ranks"], p0["phases"], cfg["phase_seconds"], min(cfg["phase_guard"], 0.0),
-                    warmup=p0["phase_warmup"], origin=p0["phase_origin"])
-    return lambda t: pc.slot(t)[0]
 
 
 def url_outcomes(g) -> dict[str, str]:

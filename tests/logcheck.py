@@ -9,13 +9,10 @@ saw, not what the crawler says it did.
   a run after that run's last checkpoint is fetched again by design, so a page may be answered
   once per run, but only the stored fetch (the WARC record's date) may be the last, and no run
   after the stored fetch asks for it again.
-* :func:`check_politeness`: per host and rank, no two requests at once; every gap between one
-  rank's consecutive requests to a host is at least the host's Crawl-delay; and a *batch* (the
-  requests between two gaps of at least the rest, max(politeness delay, Crawl-delay)) holds at
-  most ``batch-urls`` pages and, on a host that keeps its connections open, one connection: a
-  batch started without its rest merges with the one before and breaks one of these. Across
-  ranks (phase slots, hand-overs): per host, two consecutive requests from different ranks are at
-  least the host's rest apart (the end of one rank's batch to the start of another's).
+* :func:`check_politeness`: politeness is spacing. Per host, between any two consecutive requests
+  — of one rank, and under phase slots of any ranks — at least the rest the crawler owed after
+  the first: max(politeness delay, Crawl-delay, delay factor x its response time); never two at
+  once. Per address shared by several hosts (:func:`check_ip_spacing`), at least the IP delay.
 
 Gaps are measured from the server's ``t_write`` of the first request (taken before its response's
 last write: the client cannot have the response earlier) to its ``t_start`` of the next (taken
@@ -26,14 +23,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-__all__ = ["row_url", "failed_attempts", "check_once", "check_politeness", "check_cross_rank", "CLOCK_SLACK", "SLOT_END_REST_BUG"]
-
-#: FIXED CRAWLER BUG (found by these checks): a batch cut at the end of its phase slot took no rest
-#: (abc_crawler/crawl/fetching.py, BatchRunner.advance), and a rank that held the host again in the
-#: next slot started its next batch at once. While it was True, a gap across a slot boundary was
-#: exempted from the rests; the exemption is gone (check_politeness refuses a ``slot_of``), and every
-#: gap is checked in full.
-SLOT_END_REST_BUG = False
+__all__ = ["row_url", "failed_attempts", "check_once", "check_politeness", "check_ip_spacing", "CLOCK_SLACK"]
 
 #: seconds of slack on every lower bound of a gap between two log times: both ends are the
 #: server's time.time() taken in one process (microseconds apart from what the client waits);
@@ -135,83 +125,95 @@ def _kept(rows: list[dict], port: int) -> list[dict]:
     return [r for i, r in enumerate(rows) if r["rank"] >= 0 and i not in failed and r.get("t_write") is not None]
 
 
-def check_politeness(rows: list[dict], port: int, *, delay: float, batch_urls: int, crawl_delays: dict[str, float],
-                     keep_alive_hosts: set[str], slot_of=None, across_ranks: bool = True) -> dict:
-    """Assert the requests to each host respect the rests (see the module docstring): one rank's,
-    and between ranks (:func:`check_cross_rank`).
-    ``delay``: the politeness delay expected; ``crawl_delays``: host name -> Crawl-delay;
-    ``keep_alive_hosts``: hosts whose connections stay open (one batch, one connection).
-    Failed attempts and requests answered with no byte are left out (:func:`_kept`).
-    ``across_ranks``: check the rests between ranks too (a crawl under phase slots; without them
-    ranks sharing a host do not coordinate).
-    ``slot_of`` must be None: the exemption of gaps across a phase-slot boundary
-    (:data:`SLOT_END_REST_BUG`) is gone with the bug.
-    Returns ``{"batches": n, "largest": n, "slot_exempt": 0, "cross_rank": pairs checked}``."""
-    if slot_of is not None:
-        raise ValueError("check_politeness: no slot-boundary exemption any more (SLOT_END_REST_BUG is fixed)")
+def _rest(a: dict, b: dict, *, delay: float, cd: float, factor: float, max_delay: float) -> float:
+    """The least gap the crawler owed between ``a``'s answer and request ``b`` to the same host,
+    as the server can bound it: max(politeness delay, Crawl-delay, delay factor x a's time) — a's
+    time taken as ``t_write - t_start`` (the client's is longer: it sent before the server read and
+    read after the server wrote) — except after a robots.txt request answered to another rank than
+    ``b``'s: its rank reserved the rest before the end of its phase slots before it could read
+    the Crawl-delay, so it owes the next holder the politeness delay and the adaptive part only
+    (its own next request waits the Crawl-delay too)."""
+    adaptive = min(factor * max(0.0, a["t_write"] - a["t_start"]), max_delay)
+    blind = a["path"] == "/robots.txt" and a["rank"] != b["rank"]
+    return max(delay, 0.0 if blind else cd, adaptive)
+
+
+def check_politeness(rows: list[dict], port: int, *, delay: float, crawl_delays: dict[str, float],
+                     factor: float = 0.0, max_delay: float = 0.0, across_ranks: bool = True,
+                     ip_groups: dict[str, str] | None = None, ip_delay: float = 0.0) -> dict:
+    """Assert that the requests to each host are spaced (see the module docstring): between two
+    consecutive requests to a host — of one rank, and with ``across_ranks`` of any ranks (a crawl
+    under phase slots; without them, ranks sharing a host do not coordinate) — at least the rest
+    the first one left (:func:`_rest`), and never two at once. ``ip_groups``: host -> address of
+    the hosts that share one; consecutive requests to one address, whatever their hosts, at least
+    ``ip_delay`` apart (:func:`check_ip_spacing`). Failed attempts and requests answered with no
+    byte are left out (:func:`_kept`).
+    Returns ``{"pairs": gaps checked, "cross_rank": of which between two ranks, "spaced": of which
+    owed a rest > 0, "ip_pairs": gaps checked between hosts of one address}``."""
     kept = _kept(rows, port)
-    seqs: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    seqs: dict[tuple, list[dict]] = defaultdict(list)
     for r in kept:
-        seqs[(r["host"], r["rank"])].append(r)
+        seqs[(r["host"],) if across_ranks else (r["host"], r["rank"])].append(r)
     problems: list = []
-    batches = largest = 0
-    for (host, rank), rs in seqs.items():
+    pairs = cross = spaced = 0
+    for key, rs in seqs.items():
+        host = key[0]
         rs.sort(key=lambda r: r["t_start"])
         cd = crawl_delays.get(host) or 0.0
-        rest = max(delay, cd)
-        pages = 1 if rs[0]["path"] != "/robots.txt" else 0
-        batches += 1
         for a, b in zip(rs, rs[1:]):
+            pairs += 1
+            two = a["rank"] != b["rank"]
+            cross += two
             # an upper bound of the client's real gap: it sent b before the server read it (t_start) and
             # had a's answer only after the server's last write of it began (t_write); t_end can be
             # late by however long the server was descheduled after that write
             gap = b["t_start"] - a["t_write"]
-            where = (host, rank, a["path"], b["path"], round(gap, 4))
+            rest = _rest(a, b, delay=delay, cd=cd, factor=factor, max_delay=max_delay)
+            spaced += rest > 0
+            where = (host, a["rank"], b["rank"], a["path"], b["path"], round(gap, 4))
             if gap < -CLOCK_SLACK:
-                problems.append(("one rank with two requests to a host at once", where))
-            elif gap < cd - CLOCK_SLACK:
-                problems.append((f"gap under the Crawl-delay {cd}", where))
-            if gap >= rest - CLOCK_SLACK:
-                largest = max(largest, pages)
-                pages = 0
-                batches += 1
-            elif host in keep_alive_hosts and b["conn"] != a["conn"]:
-                problems.append((f"a new connection without the rest {rest}", where))
-            if b["path"] != "/robots.txt":
-                pages += 1
-                if pages == batch_urls + 1:
-                    problems.append((f"more than {batch_urls} pages without the rest {rest}", where))
-        largest = max(largest, pages)
-    cross = 0
-    if across_ranks:
-        cross, cross_problems = check_cross_rank(kept, delay=delay, crawl_delays=crawl_delays)
-        problems += cross_problems
-    assert not problems, problems[:10]
-    return {"batches": batches, "largest": largest, "slot_exempt": 0, "cross_rank": cross}
+                problems.append(("two ranks with requests to a host at once" if two
+                                 else "one rank with two requests to a host at once", where))
+            elif gap < rest - CLOCK_SLACK:
+                if two:
+                    problems.append((f"two ranks' requests to a host closer than its rest {rest:g}", where))
+                elif b["path"] != "/robots.txt" and gap < cd - CLOCK_SLACK:
+                    problems.append((f"gap under the Crawl-delay {cd:g}", where))
+                else:
+                    problems.append((f"a request without the rest {rest:g}", where))
+    ip_pairs = 0
+    if ip_groups:
+        ip_pairs, ip_problems = check_ip_spacing(kept, ip_groups, ip_delay)
+        problems += ip_problems
+    assert not problems, _some_of_each(problems)
+    return {"pairs": pairs, "cross_rank": cross, "spaced": spaced, "ip_pairs": ip_pairs}
 
 
-def check_cross_rank(kept: list[dict], *, delay: float, crawl_delays: dict[str, float]) -> tuple[int, list]:
-    """Per host, each two consecutive requests (by the server's ``t_start``) from different ranks are
-    at least the host's rest, max(politeness delay, Crawl-delay), apart: ``b.t_start - a.t_write``, a
-    bound of the client's gap as above — except before a rank's own robots.txt request: a rank that
-    has not read the host's robots.txt cannot know its Crawl-delay (ranks fetch it each on their
-    own, unless one adopts another's copy), so that request owes the politeness delay only.
-    ``kept``: the rows of :func:`_kept`. Returns (pairs checked, problems)."""
-    by_host: dict[str, list[dict]] = defaultdict(list)
+def _some_of_each(problems: list, n: int = 3) -> list:
+    """The first ``n`` problems of each kind (the message), with the count of each."""
+    kinds: dict[str, list] = defaultdict(list)
+    for p in problems:
+        kinds[p[0]].append(p)
+    return [(k, len(v), v[:n]) for k, v in kinds.items()]
+
+
+def check_ip_spacing(kept: list[dict], ip_groups: dict[str, str], ip_delay: float) -> tuple[int, list]:
+    """Per address shared by several hosts (``ip_groups``: host -> address), each two consecutive
+    requests to it (by ``t_start``, any hosts, any ranks) at least ``ip_delay`` apart, as
+    :func:`check_politeness` bounds gaps. Returns (pairs checked, problems)."""
+    by_ip: dict[str, list[dict]] = defaultdict(list)
     for r in kept:
-        by_host[r["host"]].append(r)
+        ip = ip_groups.get(r["host"])
+        if ip is not None:
+            by_ip[ip].append(r)
     problems: list = []
     pairs = 0
-    for host, rs in by_host.items():
+    for ip, rs in by_ip.items():
         rs.sort(key=lambda r: r["t_start"])
-        full = max(delay, crawl_delays.get(host) or 0.0)
         for a, b in zip(rs, rs[1:]):
-            if a["rank"] == b["rank"]:
-                continue
             pairs += 1
-            rest = delay if b["path"] == "/robots.txt" else full
             gap = b["t_start"] - a["t_write"]
-            if gap < rest - CLOCK_SLACK:
-                problems.append((f"two ranks' requests to a host closer than its rest {rest}",
-                                 (host, a["rank"], b["rank"], a["path"], b["path"], round(gap, 4))))
+            if gap < ip_delay - CLOCK_SLACK:
+                problems.append((f"two requests to one address closer than the IP delay {ip_delay:g}",
+                                 (ip, a["host"], b["host"], a["rank"], b["rank"], round(gap, 4))))
     return pairs, problems

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from crawlcheck import check_log, check_session, crawl_cli, generate, serve
-from logcheck import check_cross_rank, check_once, check_politeness
+from logcheck import check_once, check_politeness
 from warccheck import b32, members, split_record
 
 POLITE = ("--politeness-delay", "0.25", "--batch-urls", "4")
@@ -52,11 +52,13 @@ def test_a_polite_crawl_passes_every_check(web, polite):
     session, rows = polite
     facts = check_session(web, session, rows)
     assert facts["stats"]["duplicates"] > 0                      # revisit records were checked
-    assert max(p["largest"] for p in facts["log"]["politeness"]) == 4
+    polite = facts["log"]["politeness"]
+    # every gap between two requests to a host was owed the 0.25 s rest, and was checked
+    assert sum(p["spaced"] for p in polite) == sum(p["pairs"] for p in polite) > 100
     m = facts["manifest"]
     cd_hosts = {h.split(":")[0] for h, v in m["robots"].items() if v["crawl_delay"]}
     per = Counter(r["host"] for r in rows if r["host"] in cd_hosts and r["path"] != "/robots.txt")
-    assert per and max(per.values()) >= 3, per          # Crawl-delay spacing was checked within batches
+    assert per and max(per.values()) >= 3, per          # Crawl-delay spacing was checked
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +74,7 @@ def test_a_polite_crawl_under_phase_slots_passes(web, phased):
     facts = check_session(web, session, rows)
     assert all(p["phases"] == 3 for p in facts["stats"]["per_rank"])
     polite = facts["log"]["politeness"]
-    assert max(p["largest"] for p in polite) <= 4
-    assert all(p["slot_exempt"] == 0 for p in polite)
+    assert sum(p["spaced"] for p in polite) == sum(p["pairs"] for p in polite)
     assert sum(p["cross_rank"] for p in polite) >= 10     # hosts changed hands, each change checked
 
 
@@ -86,12 +87,8 @@ def test_control_a_crawl_without_rests_under_phase_slots_fails(web, tmp_path):
     with pytest.raises(AssertionError, match="without the rest 0.25"):
         check_session(web, session, rows, expect_delay=0.25)
     m = json.loads((web / "manifest.json").read_text())
-    kept = [r for r in rows if r["rank"] >= 0 and r.get("t_write") is not None]
-    pairs, problems = check_cross_rank(kept, delay=0.25, crawl_delays={})
-    assert pairs > 0 and problems and all("closer than its rest 0.25" in p[0] for p in problems)
-    with pytest.raises(ValueError, match="no slot-boundary exemption"):
-        check_politeness(rows, m["port"], delay=0.0, batch_urls=4, crawl_delays={}, keep_alive_hosts=set(),
-                         slot_of=lambda t: 0)
+    with pytest.raises(AssertionError, match="two ranks' requests to a host closer than its rest 0.25"):
+        check_politeness(rows, m["port"], delay=0.25, crawl_delays={})
 
 
 def test_control_a_new_holder_starting_within_the_rest_is_caught(web, phased):
@@ -291,8 +288,8 @@ def _politeness(web, session, rows, delay=None, crawl_delays=None, across_ranks=
     cds = crawl_delays if crawl_delays is not None else {
         h.split(":")[0]: v["crawl_delay"] or 0.0 for h, v in m["robots"].items()}
     return check_politeness(rows, m["port"], delay=cfg["politeness_delay"] if delay is None else delay,
-                            batch_urls=cfg["batch_urls"], crawl_delays=cds,
-                            keep_alive_hosts={h.split(":")[0] for h in m["hosts"]}, across_ranks=across_ranks)
+                            crawl_delays=cds, factor=cfg["delay_factor"], max_delay=cfg["max_delay"],
+                            across_ranks=across_ranks)
 
 
 def test_control_a_crawl_without_rests_fails_the_politeness_check(web, tmp_path):
@@ -314,26 +311,31 @@ def test_control_a_crawl_ignoring_crawl_delay_fails_the_crawl_delay_check(web, t
         _politeness(web, session, rows)
 
 
-def test_control_one_rank_twice_at_once_and_a_new_connection_inside_a_batch_are_caught(web, polite):
+def test_control_one_rank_twice_at_once_and_a_rest_shorter_than_the_adaptive_delay_are_caught(web, polite):
     session, rows = polite
     _politeness(web, session, rows)
     by = defaultdict(list)
     for k, r in enumerate(rows):
         by[(r["host"], r["rank"], r["conn"])].append(k)
-    # two consecutive requests of one batch on one connection (no Crawl-delay host)
+    # two consecutive requests of one rank on one connection (no Crawl-delay host)
     m = json.loads((web / "manifest.json").read_text())
     cd_hosts = {h.split(":")[0] for h, v in m["robots"].items() if v["crawl_delay"]}
     a, b = next((ks[i], ks[i + 1]) for (host, _, _), ks in by.items() if host not in cd_hosts
-                for i in range(len(ks) - 1) if rows[ks[i + 1]]["t_start"] - rows[ks[i]]["t_write"] < 0.1)
+                for i in range(len(ks) - 1) if rows[ks[i + 1]]["path"] != "/robots.txt")
     overlap = list(rows)                    # b sent 10 ms after a while a's answer took 50 ms
     overlap[a] = dict(rows[a], t_write=rows[a]["t_start"] + 0.05, t_end=rows[a]["t_start"] + 0.05)
     overlap[b] = dict(rows[b], t_start=rows[a]["t_start"] + 0.01)
-    with pytest.raises(AssertionError, match="at once"):
+    with pytest.raises(AssertionError, match="one rank with two requests to a host at once"):
         _politeness(web, session, overlap)
-    moved = list(rows)
-    moved[b] = dict(rows[b], conn=10 ** 6, req=0)
-    with pytest.raises(AssertionError, match="new connection without the rest"):
-        _politeness(web, session, moved)
+    # the adaptive rest: the same log checked with a delay factor, a's answer made 0.2 s long, wants
+    # twice that before b
+    slow = list(rows)
+    slow[a] = dict(rows[a], t_write=rows[a]["t_start"] + 0.2, t_end=rows[a]["t_start"] + 0.2)
+    slow[b] = dict(rows[b], t_start=rows[a]["t_start"] + 0.2 + 0.3)
+    m = json.loads((web / "manifest.json").read_text())
+    check_politeness(slow, m["port"], delay=0.25, crawl_delays={}, across_ranks=False)
+    with pytest.raises(AssertionError, match="a request without the rest 0.4"):
+        check_politeness(slow, m["port"], delay=0.25, crawl_delays={}, factor=2.0, max_delay=30.0, across_ranks=False)
 
 
 # -- an internal error is never hidden -------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from abc_crawler import crash
 from abc_crawler.crawl.loop import RAMP_FIRST_STEP, step_seconds
 from abc_crawler.limits import retry_delay
-from crawlcheck import MPIEXEC, check_session, crawl_cli, generate, serve
+from crawlcheck import LAB, MPIEXEC, check_session, crawl_cli, generate, serve
 
 BIN = Path(sys.executable).parent
 
@@ -144,7 +144,7 @@ def test_an_injected_crash_is_recorded_and_resume_completes_the_crawl(web, tmp_p
     spec = "2:12" if where == "rank" else "kernels:12"
     failing = 2 if where == "rank" else 0
     with serve(web, log, latency=0.003) as srv:
-        cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
+        cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), *LAB, "--resolve", str(web / "resolve.txt"),
                "--session-dir", str(session), "--politeness-delay", "0.05", "--superstep-seconds", "0.1",
                "--checkpoint-seconds", "0.2", "--progress-seconds", "60", "--test-crash", spec]
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

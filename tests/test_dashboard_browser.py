@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import BIN, MPIEXEC, check_session, crawl_cli, generate, serve
+from crawlcheck import BIN, LAB, MPIEXEC, check_session, crawl_cli, generate, serve
 from dashcheck import documented_schema, schema_problems
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,7 +115,7 @@ def test_dashboard_in_chromium_during_a_4_rank_crawl(browser, tmp_path):
     truth = generate(web, n_hosts=8, n_pages=2000, seed=21)
     session = tmp_path / "s"
     with serve(web):
-        cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
+        cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), *LAB, "--resolve", str(web / "resolve.txt"),
                "--session-dir", str(session), "--politeness-delay", "0.3", "--batch-urls", "2",
                "--progress-seconds", "1", "--time-limit", "180", "--dashboard", "127.0.0.1:0"]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -17,7 +17,7 @@ from abc_crawler.checkpoint import (agree_resume, checkpoint_problems, load_chec
                                     placement_problems, resume_inventory, save_checkpoint)
 from abc_crawler.gather import VerifyingWriter
 from abc_crawler.session import prepare_rank_dir, rank_files
-from crawlcheck import MPIEXEC, BIN, generate, serve
+from crawlcheck import LAB, MPIEXEC, BIN, generate, serve
 
 
 @pytest.mark.parametrize("mod", [checkpoint, config, gather, session])
@@ -186,7 +186,7 @@ def web(tmp_path_factory):
 def _crawl(web, session, *extra, timeout=120):
     import subprocess
 
-    cmd = [MPIEXEC, "-n", "2", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
+    cmd = [MPIEXEC, "-n", "2", str(BIN / "abc-crawl"), str(web / "seeds.txt"), *LAB, "--resolve", str(web / "resolve.txt"),
            "--session-dir", str(session), "--politeness-delay", "0", "--phases", "off", "--no-stats", *extra]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 

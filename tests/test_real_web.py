@@ -28,7 +28,7 @@ from abc_crawler.testweb.canonical import split_url
 from abc_crawler.testweb.expected import compute_expected
 from abc_crawler.testweb.generator import generate_web
 from abc_crawler.urls import host_of
-from crawlcheck import BIN, MPIEXEC, check_session, crawl_cli, free_port, generate, read_log, serve, warc_records
+from crawlcheck import BIN, LAB, MPIEXEC, check_session, crawl_cli, free_port, generate, read_log, serve, warc_records
 from sandbox import run_sandboxed, unavailable
 from tlscerts import make_certs, openssl_missing
 
@@ -42,7 +42,7 @@ def _sandbox_or_skip():
 
 
 def _crawl_argv(ranks: int, seeds: Path, session: Path, *extra: str) -> list[str]:
-    return [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds), "--session-dir", str(session),
+    return [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds), *LAB, "--session-dir", str(session),
             "--politeness-delay", "0", "--progress-seconds", "5", "--test-rank-header", *extra]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import MPIEXEC, check_indexes, check_session, generate, rank_pids, serve
+from crawlcheck import LAB, MPIEXEC, check_indexes, check_session, generate, rank_pids, serve
 
 BIN = Path(sys.executable).parent
 
@@ -48,7 +48,7 @@ def test_resume_loses_and_duplicates_nothing(web, tmp_path, how):
     rng = random.Random(how)
     after = rng.randint(1, 3)                  # kill once this superstep has been checkpointed
     with serve(web, latency=0.003) as srv:
-        cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve",
+        cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), *LAB, "--resolve",
                str(web / "resolve.txt"), "--session-dir", str(session), "--politeness-delay", "0",
                "--phases", "off", "--checkpoint-seconds", "0.3", "--superstep-seconds", "0.3", "--no-stats",
                "--progress-seconds", "60"]
@@ -105,7 +105,7 @@ def test_kill9_with_rotated_warc_files_then_resume(web, tmp_path):
     from abc_crawler.validators import load_table
 
     session = tmp_path / "s"
-    cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve", str(web / "resolve.txt"),
+    cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), *LAB, "--resolve", str(web / "resolve.txt"),
            "--session-dir", str(session), "--politeness-delay", "0", "--phases", "off", "--checkpoint-seconds", "0.3",
            "--superstep-seconds", "0.3", "--no-stats", "--progress-seconds", "60", "--warc-max-bytes", "60000",
            "--warc-batch", "4"]
@@ -144,7 +144,7 @@ def test_kill9_with_rotated_warc_files_then_resume(web, tmp_path):
 def test_resume_refuses_another_number_of_ranks(web, tmp_path):
     session = tmp_path / "s"
     with serve(web):
-        r = subprocess.run([MPIEXEC, "-n", "2", str(BIN / "abc-crawl"), str(web / "seeds.txt"), "--resolve",
+        r = subprocess.run([MPIEXEC, "-n", "2", str(BIN / "abc-crawl"), str(web / "seeds.txt"), *LAB, "--resolve",
                             str(web / "resolve.txt"), "--session-dir", str(session), "--max-pages", "30",
                             "--no-stats"], capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]

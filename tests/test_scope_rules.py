@@ -17,6 +17,7 @@ from abc_crawler.exceptions import ConfigError, UrlFilterError
 from abc_crawler.scope import Scope, ScopeRules, UrlFilter, hostname_of, normalize_domain, parse_domains, read_seeds
 from abc_crawler.urlline import decode_line, encode_line
 from abc_crawler.urls import canonicalize
+from crawlcheck import LAB
 
 BIN = Path(sys.executable).parent
 
@@ -195,7 +196,7 @@ def _crawl(tmp_path, *args, timeout=60):
     seeds = tmp_path / "seeds.txt"
     if not seeds.exists():
         seeds.write_text("http://a.test/\n")
-    cmd = [str(BIN / "mpiexec"), "-n", "2", str(BIN / "abc-crawl"), str(seeds), "--session-dir",
+    cmd = [str(BIN / "mpiexec"), "-n", "2", str(BIN / "abc-crawl"), str(seeds), *LAB, "--session-dir",
            str(tmp_path / "s"), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
@@ -226,6 +227,6 @@ def test_proxy_env_with_an_unusable_variable_ends_with_status_2(tmp_path):
     env = dict(os.environ, https_proxy="gopher://p.test:70")
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://a.test/\n")
-    r = subprocess.run([str(BIN / "mpiexec"), "-n", "1", str(BIN / "abc-crawl"), str(seeds), "--session-dir",
+    r = subprocess.run([str(BIN / "mpiexec"), "-n", "1", str(BIN / "abc-crawl"), str(seeds), *LAB, "--session-dir",
                         str(tmp_path / "s"), "--proxy", "env"], capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2 and "proxy env: https_proxy: scheme 'gopher' not supported" in r.stderr, r.stderr

@@ -1,15 +1,18 @@
 """Fetching one rank's Bucket elements: a batch per host over one connection, robots.txt first
-(its redirects followed, RFC 9309), the politeness rest after; every answer goes through
+(its redirects followed, RFC 9309), every request spaced from the one before by the host's rest
+(:func:`abc_crawler.politeness.rest_after`); every answer goes through
 :mod:`.decisions` (cut, retry, give the host up, or final) and a final one through
 :class:`.pages.PageProcessor` and the router. A sitemap file in a batch is fetched like a page of
 its host but is not one: not a request of the page count, its answer read for the URLs it lists."""
 from __future__ import annotations
 
+import heapq
 import time
 from collections import deque
 from dataclasses import dataclass
 
 from ..fetcher import Fetcher, Response
+from ..politeness import rest_after
 from ..frontier import Element, Frontier
 from ..robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
 from ..urls import fingerprint
@@ -41,8 +44,10 @@ class Batch:
     deadline: float | None = None # shared-clock end of the slot the request in flight belongs to
     slot_len: float = 0.0         # length of that slot (shorter than phase-seconds: a warm-up slot)
     limit: float = 0.0            # seconds the request in flight was given (deadline - its start)
+    full: float = 0.0             # seconds a request at the start of that slot would have had
     started: float = 0.0          # monotonic time the request in flight started
     asked: int = 0                # requests sent (pages, robots.txt, sitemap files)
+    robots_next: str | None = None   # the next hop of a robots.txt redirect chain, asked after the rest
 
 
 class BatchRunner:
@@ -66,6 +71,8 @@ class BatchRunner:
         self.share_robots = share_robots
         self.own_hosts = own_hosts
         self.batches: dict[str, Batch] = {}
+        self._due: list[tuple[float, int, str]] = []   # (next_at, seq, host): batches waiting for their rest
+        self._seq = 0
         self.attempts: dict[int, int] = {}      # URL index -> retries so far
         self.cuts: dict[int, int] = {}          # URL index -> counted slot-end cuts
         self.free_cuts: dict[int, int] = {}     # URL index -> cuts that were not its own fault
@@ -89,10 +96,10 @@ class BatchRunner:
             self.gaps.append((now, now - self.last_turn))
         self.start(now)
         # sleep (in curl's select, which wakes on socket activity) until the next thing to do
-        nxt = self.frontier.next_wakeup(now, queuing=len(self.batches) < self.cfg.concurrency)
-        for b in self.batches.values():
-            if b.current is None and not b.robots and (nxt is None or b.next_at < nxt):
-                nxt = b.next_at
+        nxt = self.frontier.next_wakeup(now, queuing=len(self.batches) < self.cfg.active_hosts)
+        due = self._due
+        if due and self.fetcher.in_flight < self.cfg.concurrency and (nxt is None or due[0][0] < nxt):
+            nxt = due[0][0]
         if self.gate is not None:
             slot = self.gate.next_start(now)
             nxt = slot if nxt is None else min(nxt, slot)
@@ -139,15 +146,42 @@ class BatchRunner:
             admit = self.gate.admit
         # O(hosts that changed): hosts with new or returned URLs, freed elements, ended back-offs
         self.frontier.schedule(now, admit)
-        free = self.cfg.concurrency - len(self.batches)
+        free = self.cfg.active_hosts - len(self.batches)
         if free > 0:
             # nothing in flight: an element still filling is sent now rather than after its flush time
-            for e in self.frontier.ready(now, limit=free, eager=not self.batches):
-                self.batches[e.host] = Batch(element=e, host=e.host, todo=list(e.urls))
+            for e in self.frontier.ready(now, limit=free, eager=not self.fetcher.in_flight):
+                b = self.batches[e.host] = Batch(element=e, host=e.host, todo=list(e.urls))
+                self._wake(b, max(now, self.hosts[e.host].next_at))
                 self.counters.batches += 1
-        for b in list(self.batches.values()):
-            if b.current is None and not b.robots and b.next_at <= now:
+        # the batches whose host's rest is over, while a request may be added
+        due = self._due
+        cap = self.cfg.concurrency
+        while due and due[0][0] <= now and self.fetcher.in_flight < cap:
+            at, _, host = heapq.heappop(due)
+            b = self.batches.get(host)
+            if b is not None and b.next_at == at and b.current is None and not b.robots:
                 self.advance(b, now)
+
+    def _wake(self, b: Batch, at: float) -> None:
+        """The batch asks its next request at monotonic time ``at`` (its host's rest)."""
+        b.next_at = at
+        self._seq += 1
+        heapq.heappush(self._due, (at, self._seq, b.host))
+
+    def _rest(self, host: str, seconds: float) -> float:
+        """The host's rest after a request that took ``seconds`` (:func:`abc_crawler.politeness.rest_after`)."""
+        cfg = self.cfg
+        return rest_after(seconds, delay=cfg.politeness_delay, crawl_delay=self.robots.get(host).crawl_delay,
+                          factor=cfg.delay_factor, max_delay=cfg.max_delay)
+
+    def _rested(self, b: Batch, r: Response, now: float) -> None:
+        """After an answer of ``b``'s host: the host rests; the batch's next request comes after it."""
+        st = self.hosts[b.host]
+        st.next_at = now + self._rest(b.host, r.t_end - r.t_start)
+        if st.next_at <= now or (not b.todo and b.robots_next is None):
+            self.advance(b, now)                 # the next request, or the batch ends (and rests)
+        else:
+            self._wake(b, st.next_at)
 
     def _give_back(self, b: Batch) -> None:
         """The URLs the batch has not asked yet go back to their host's queue."""
@@ -160,12 +194,18 @@ class BatchRunner:
         host = b.host
         h = self.robots.get(host)
         st = self.hosts[host]
-        rest = max(self.cfg.politeness_delay, h.crawl_delay)
-        limit = self.gate.request_limit(host, rest) if self.gate is not None else None
-        if limit == 0.0:
-            self._end_unheld(b, now, rest)
+        if st.next_at > now and (b.todo or b.robots_next is not None):
+            self._wake(b, st.next_at)            # the host's rest after this rank's last request
             return
-        self._stamp(b, limit, now)
+        if b.robots_next is not None and self._robots_hop(b, now):
+            return
+        limit = full = None
+        if self.gate is not None:
+            limit, full = self.gate.request_limit(host, max(self.cfg.politeness_delay, h.crawl_delay))
+            if limit == 0.0:
+                self._end_unheld(b, now)
+                return
+        self._stamp(b, limit, full, now)
         if h.state == "dead" or st.dead:
             kind = "host_unreachable" if st.dead else h.reason   # e.g. robots_unavailable, address_refused
             for idx in b.todo:
@@ -208,34 +248,28 @@ class BatchRunner:
             self.fetcher.submit(("page", host), url, timeout=limit, headers=(
                 self.previous.conditional_headers(fingerprint(url)) if self.previous is not None else ()))
             return
-        # batch done
+        # batch done: the element rests in TIMEWAIT what is left of the host's rest
         del self.batches[host]
-        self.frontier.finish(b.element, now, rest)
+        self.frontier.finish(b.element, now, max(0.0, st.next_at - now))
         if self.gate is not None:
-            self.gate.batch_done(host, rest)
+            self.gate.batch_done(host)
 
-    def _end_unheld(self, b: Batch, now: float, rest: float) -> None:
-        """The gate refused the batch's next request (the host's slot is over, or the host's rest
-        after another rank's requests is not over yet): the URLs not asked go back to the host's
-        queue and come again when the host is held and rested. A batch that sent requests ends with
-        the host's rest like any other, so that a rank holding the host again in the next slot (by
-        the table or a lease) does not go on at once; one that sent none owes no rest. While
-        another rank's rest runs, the host is blocked until it is over (then it is scheduled again,
-        within the same slot when the slot is still held)."""
+    def _end_unheld(self, b: Batch, now: float) -> None:
+        """The gate refused the batch's next request (the host's slot is over, or too little of this
+        rank's run of slots is left for a request and the rest it would owe): the URLs not asked go
+        back to the host's queue and come again when the host is held; the element rests what is
+        left of the host's rest."""
         self._give_back(b)
         del self.batches[b.host]
-        self.frontier.finish(b.element, now, rest if b.asked else 0.0)
-        until = self.gate.rest_until(b.host, rest)
-        if until is not None:
-            until = now + until - self.clock.shared()
-            if until > max(now, self.frontier.blocked_until.get(b.host, 0.0)):
-                self.frontier.block(b.host, until)
+        self.frontier.finish(b.element, now, max(0.0, self.hosts[b.host].next_at - now))
 
-    def _stamp(self, b: Batch, limit: float | None, now: float) -> None:
-        """The slot a request of ``b`` starting now belongs to (``limit``: its seconds, None: no slot)."""
+    def _stamp(self, b: Batch, limit: float | None, full: float | None, now: float) -> None:
+        """The slot a request of ``b`` starting now belongs to (``limit``: its seconds, None: no slot;
+        ``full``: what a request at the start of the slot would have had)."""
         b.deadline = None if limit is None else self.clock.shared() + limit
         b.slot_len = self.gate.slot_len if self.gate is not None else 0.0
         b.limit = 0.0 if limit is None else limit
+        b.full = 0.0 if full is None else full
         b.started = now
 
     # -- answers ------------------------------------------------------------------------------
@@ -247,7 +281,7 @@ class BatchRunner:
         cause = None
         if cut:
             gap = max((g for end, g in self.gaps if end > b.started), default=0.0)
-            cause = self.gate.cut_cause(host, b.slot_len, b.limit, gap)
+            cause = self.gate.cut_cause(host, b.slot_len, b.limit, b.full, gap)
         if kind == "robots":
             self._on_robots(b, r, cause, now)
             return
@@ -267,7 +301,7 @@ class BatchRunner:
             if action == "again":
                 self.counters.requests -= 1      # not a request of this session's count: asked again
                 self.frontier.release(idx)
-                self.advance(b, now)
+                self._rested(b, r, now)
                 return
             r.error = kind_                      # a transient failure like any other, below
             r.error_detail = f"cut at the end of {n} phase slots"
@@ -289,8 +323,9 @@ class BatchRunner:
             self.counters.retries += 1
             self.counters.errors[f"retried_{r.error or r.status}"] += 1
             self.frontier.release(idx)
-            self._give_back(b)                   # the host rests: the rest of the batch waits too
-            self.frontier.block(host, now + delay)
+            self._give_back(b)                   # the host backs off: the rest of the batch waits too
+            st.next_at = max(now + delay, now + self._rest(host, r.t_end - r.t_start))
+            self.frontier.block(host, st.next_at)
             self.advance(b, now)
             return
         if action == "dead_host":
@@ -298,10 +333,7 @@ class BatchRunner:
         self.attempts.pop(idx, None)
         self.frontier.complete(idx)
         self.process(r)
-        delay = self.robots.get(host).crawl_delay
-        b.next_at = now + delay
-        if delay <= 0:
-            self.advance(b, now)
+        self._rested(b, r, now)
 
     def _on_robots(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
         host = b.host
@@ -312,7 +344,7 @@ class BatchRunner:
                 st.robots_cuts += 1
             if cause != "slow_response" or st.robots_cuts < self.cfg.max_slot_cuts:
                 self.robots.forget(host)
-                self.advance(b, now)
+                self._rested(b, r, now)
                 return
             self.counters.errors["robots_slot_too_short"] += 1   # and on as a timeout (back-off)
         st.robots_cuts = 0
@@ -328,9 +360,7 @@ class BatchRunner:
             self.counters.errors[f"robots_{r.error}"] += 1
         elif r.status >= 500:
             self.counters.errors["robots_5xx"] += 1
-        b.next_at = now + self.robots.get(host).crawl_delay
-        if b.next_at <= now:
-            self.advance(b, now)
+        self._rested(b, r, now)
 
     def _robots_redirect(self, b: Batch, r: Response, now: float) -> bool:
         """Follow a robots.txt redirect (RFC 9309: up to five, to another scheme or host in scope);
@@ -340,12 +370,28 @@ class BatchRunner:
         if nxt is None:
             self.counters.errors["robots_redirect_unfollowed"] += 1
             return False
-        limit = self.gate.request_limit(host, 0.0) if self.gate is not None else None
-        if limit == 0.0:                         # the slot is over: ask again in the host's next slot
-            self.robots.forget(host)
-            self.advance(b, now)
-            return True
-        self._stamp(b, limit, now)
+        # the next hop is a request like any other: after the host's rest, within a held slot
+        st = self.hosts[host]
+        st.next_at = now + self._rest(host, r.t_end - r.t_start)
+        b.robots_next = nxt
+        self._wake(b, st.next_at)
+        return True
+
+    def _robots_hop(self, b: Batch, now: float) -> bool:
+        """Ask the next hop of a robots.txt redirect chain, if one waits (False: none does)."""
+        nxt = b.robots_next
+        if nxt is None:
+            return False
+        host = b.host
+        limit = full = None
+        if self.gate is not None:
+            limit, full = self.gate.request_limit(host, self.cfg.politeness_delay)
+            if limit == 0.0:                     # the slot is over: ask again in the host's next slot
+                b.robots_next = None
+                self.robots.forget(host)
+                return False
+        b.robots_next = None
+        self._stamp(b, limit, full, now)
         b.robots = True
         b.asked += 1
         self.fetcher.submit(("robots", host), nxt, timeout=limit)
@@ -363,7 +409,7 @@ class BatchRunner:
                                       self.cfg.max_slot_cuts)
             if action == "again":
                 self.frontier.release(idx)
-                self.advance(b, now)
+                self._rested(b, r, now)
                 return
             r.error = kind_                      # given up (a sitemap file is not retried)
         self.cuts.pop(idx, None)
@@ -372,10 +418,7 @@ class BatchRunner:
         pages, files, level = self.pages.sitemap_outcome(r, self.router.pop_sitemap_level(r.url))
         self.router.route(None, pages, tally=None)
         self.router.route_sitemaps(files, level)
-        delay = self.robots.get(b.host).crawl_delay
-        b.next_at = now + delay
-        if delay <= 0:
-            self.advance(b, now)
+        self._rested(b, r, now)
 
     def process(self, r: Response) -> None:
         """A final answer: WARC, report to rank 0, links into the crawl.

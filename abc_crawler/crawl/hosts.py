@@ -16,6 +16,7 @@ class HostState:
     admitted: int = 0             # URLs admitted here (--max-pages-per-host, this rank's share)
     robots_cuts: int = 0          # counted slot-end cuts of its robots.txt in a row
     time: float | None = None     # response time, moving average (seconds)
+    next_at: float = 0.0          # monotonic time before which this rank sends it nothing (its rest)
     lease: int | None = None      # a slot another rank handed to this one
     released: int | None = None   # a slot this rank handed over (it keeps off the host in it)
     work_mask: int = 0            # other ranks that announced work for it (bit per rank)

@@ -21,7 +21,7 @@ import numpy as np
 from ..checkpoint import CheckpointLog, Journal
 from ..clock import SharedClock, estimate_offset
 from ..addresses import AddressPolicy
-from ..config import CrawlConfig, clock_skew, robots_token_of
+from ..config import CrawlConfig, clock_skew, phase_seconds_of, robots_token_of
 from ..coordinator import Coordinator
 from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from ..dashboard.vitals import VitalsSender, top_hosts
@@ -30,6 +30,7 @@ from ..fetcher import Fetcher
 from ..frontier import Frontier
 from ..ownership import Assignment
 from ..phases import HolderTable, PhaseClock, uses_phases
+from ..politeness import MIN_REQUEST_SECONDS, slot_seconds_needed
 from ..robots import RobotsCache, decode_shared, encode_shared
 from ..scope import Scope, ScopeRules
 from ..seen import new_fpset
@@ -131,10 +132,11 @@ class RankCrawler:
         # user's scope rules, proxies and CAs come from rank 0
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
-                               rank=rank, max_connections=cfg.concurrency,
+                               rank=rank, max_connections=max(cfg.concurrency, cfg.active_hosts),
                                addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
                                proxies=proxies, ca=ca, contact=cfg.contact, rank_header=cfg.test_rank_header)
-        self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots)
+        self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots,
+                                  max_crawl_delay=cfg.max_crawl_delay)
         # the validators of every page stored (validators.npz at the end; the next session's --previous)
         self.validators = ValidatorLog()
         self.previous = previous
@@ -149,12 +151,15 @@ class RankCrawler:
         self.gate: SlotGate | None = None
         if uses_phases(cfg.phases, assignment.site_level, size):
             n = cfg.n_phases or size
-            self.phase_clock = PhaseClock(rank, size, n, cfg.phase_seconds, cfg.phase_guard,
-                                          error=self.clock.error_bound, warmup=cfg.phase_warmup)
+            self.phase_clock = PhaseClock(rank, size, n, phase_seconds_of(cfg), cfg.phase_guard,
+                                          error=self.clock.error_bound, warmup=cfg.phase_warmup,
+                                          min_slot=slot_seconds_needed(max(cfg.politeness_delay, cfg.ip_politeness_delay),
+                                                                       cfg.phase_guard, MIN_REQUEST_SECONDS))
             # who holds which host in which slot: built by rank 0 from the assignment and sent
             holders = holders if holders is not None else HolderTable(size, n, assignment.host_pages())
             self.gate = SlotGate(rank, self.phase_clock, holders, self.clock, comm, self.frontier, self.hosts,
-                                 counters, handover=cfg.slot_handover)
+                                 counters, handover=cfg.slot_handover, delay_factor=cfg.delay_factor,
+                                 max_delay=cfg.max_delay)
         pages = PageProcessor(self.warc, self.links, counters, max_redirects=cfg.max_redirects,
                               max_inflated_bytes=cfg.max_inflated_bytes, previous=previous,
                               validators=self.validators)

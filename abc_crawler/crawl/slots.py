@@ -5,58 +5,44 @@ slots it holds with nothing to do (:mod:`abc_crawler.phases` states the rule and
 queuing for hosts not held now give their URLs back, and the hosts this rank holds without work
 (while another rank announced work for them) are handed over by a lease. Each superstep it
 announces which shared hosts its queue for became empty or not, and takes the other ranks'
-announcements. A rank that never holds the host's slot by the table may contact it only under a
-lease for that slot.
+announcements; a holder with nothing queued for a host hands it over as soon as it hears of
+another rank's work (not only at the next slot). A rank that never holds the host's slot by the
+table may contact it only under a lease for that slot.
 
-The rest between two ranks' batches (:func:`abc_crawler.phases.rest_start`): a request to a shared
-host starts only at E + rest + this rank's guard (its clock may run ahead by that much), E the end
-of the newest earlier slot in which another rank may have fetched the host (a slot this rank held
-by the table and did not hand over does not count; one it held only by a lease, or at or before its
-newest hand-over, does), rest the host's max(politeness delay, Crawl-delay).
-:meth:`SlotGate.request_limit` returns 0 before that time and :meth:`SlotGate.rest_until` tells the
-batch runner when to try again (the host is blocked until then, within the same slot; the start
-threshold's cap counts the slot from the rest's end, so a slow host still gets its request in a
-slot that begins with a rest). Within the current slot a lease carries the leaser's end plus the
-rest (:meth:`SlotGate.take_leases`), widened by the guard bands of both ranks: the leaser's
-clock and the receiver's may each err by up to their guard, as at a slot boundary.
+The rest across a change of holder (:mod:`abc_crawler.politeness`): a holder leaves the host
+rested when its run of held slots ends. :meth:`SlotGate.request_limit` gives a request only the
+time that leaves room for the rest it will owe before the run's usable end (0: it must not start,
+and waits for the host's next held slot), so the next holder may start at its slot's usable start.
+A lease carries the leaser's own next allowed start (its last request's end plus the rest, and
+its guard), and the receiver keeps off the host until then.
 """
 from __future__ import annotations
 
-from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, FULL_SLOT_SHARE, HolderTable, PhaseClock, cut_cause, rest_start
+import time
+
+from ..frontier import FETCHING
+from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause
+from ..politeness import request_budget, start_threshold
 from .counters import RankCounters
 from .hosts import HostTable
 
-__all__ = ["SlotGate", "LEASE_POLL_SECONDS", "start_threshold"]
+__all__ = ["SlotGate", "LEASE_POLL_SECONDS"]
 
 #: longest sleep of a rank under phase slots before it looks for leases handed to it (curl's
 #: select does not wake on an MPI message)
 LEASE_POLL_SECONDS = 0.01
-#: shortest time left in a slot for a request to start
-MIN_REQUEST_SECONDS = 0.02
-
-
-def start_threshold(host_time: float | None, usable: float) -> float:
-    """The least time left in a slot for a request to start: twice the host's response time, so
-    that a request unlikely to finish waits for the host's next slot — but never more than
-    :data:`~abc_crawler.phases.FULL_SLOT_SHARE` of the slot's usable length, so that a slow host
-    still gets a request at the start of every slot it is held in (and a cut then counts: the
-    server did not answer within a full slot). Without that cap a host whose measured time
-    exceeded half a slot was never asked again, and the crawl ran on without finishing.
-
-    >>> start_threshold(None, 0.99), start_threshold(0.1, 0.99), round(start_threshold(0.7, 0.99), 3)
-    (0.02, 0.2, 0.891)
-    """
-    if host_time is None:
-        return MIN_REQUEST_SECONDS
-    return max(MIN_REQUEST_SECONDS, min(2 * host_time, FULL_SLOT_SHARE * usable))
 
 
 class SlotGate:
     """Slot admission, request time limits, leases and work announcements of one rank."""
 
     def __init__(self, rank: int, phase_clock: PhaseClock, holders: HolderTable, clock, comm, frontier,
-                 hosts: HostTable, counters: RankCounters, handover: bool = True):
+                 hosts: HostTable, counters: RankCounters, handover: bool = True, delay_factor: float = 0.0,
+                 max_delay: float = 0.0):
         self.rank = rank
+        self.factor = delay_factor       # the adaptive rest (--delay-factor, --max-delay) a request may owe
+        self.max_delay = max_delay
+        self._runs: dict[str, tuple[int, float]] = {}    # host -> (slot, usable end of this rank's run from it)
         self.pc = phase_clock
         self.holders = holders
         self.clock = clock
@@ -104,40 +90,43 @@ class SlotGate:
                 return False
         return h.holder(host, slot) == self.rank
 
-    def request_limit(self, host: str, rest: float = 0.0) -> float | None:
-        """Seconds a request to ``host`` may take now: None = no limit beyond the timeout; 0 = must
-        not start (not held now, too little of the slot left for it, or the host's ``rest`` after
-        another rank's requests is not over yet: :meth:`rest_until`)."""
+    def run_end(self, host: str, slot: int) -> float:
+        """Shared time at which this rank's run of held slots of ``host``, from ``slot`` (held now),
+        stops being usable: the end of the last consecutive slot it holds by the table (the current
+        one may be held by a lease), less its guard band."""
+        cached = self._runs.get(host)
+        if cached is not None and cached[0] == slot:
+            return cached[1]
+        hold = self.holders.holder
+        n = slot
+        for _ in range(self.holders.q):
+            if hold(host, n + 1) != self.rank:
+                break
+            n += 1
+        a, b = self.pc.bounds(n)
+        end = b - self.pc.guard_for(b - a)
+        self._runs[host] = (slot, end)
+        return end
+
+    def request_limit(self, host: str, base: float = 0.0) -> tuple[float | None, float | None]:
+        """``(limit, full)``: the seconds a request to ``host`` may take if it starts now, and the
+        seconds one would get at the start of the current slot's usable window. ``(None, None)``: a
+        host only this rank contacts (no limit beyond the timeout); limit 0: must not start (not
+        held now, or too little of the run left for a request and the rest it would owe, ``base``
+        = max(politeness delay, Crawl-delay) plus the adaptive part; the host waits for its next
+        held slot)."""
         if self.holders.exclusive(host) is not None:
-            return None
+            return None, None
         w = self.update()
         if w is None or not self.admit(host):
-            return 0.0
+            return 0.0, 0.0
         now = self.clock.shared()
-        # the end of the rest as seen from the slot's usable start (None: over by then); it stays
-        # known once it is over, so that the host's share of the slot begins there and a slow host
-        # still gets its request then
-        t = self.rest_until(host, rest, w[1])
-        if t is not None and now < t:
-            return 0.0                   # another rank's batch of the host was too recent
-        left = w[2] - now
-        first = w[1] if t is None else t
-        if left < start_threshold(self.hosts[host].time, w[2] - first):
-            return 0.0                   # it would likely be cut: the request waits for the next slot
-        return left
-
-    def rest_until(self, host: str, rest: float, shared: float | None = None) -> float | None:
-        """Shared time from which this rank may contact the shared ``host`` (the host's ``rest`` after
-        the newest earlier slot in which another rank may have fetched it), or None for no wait."""
-        now = self.clock.shared() if shared is None else shared
-        if rest <= 0.0 or self.holders.exclusive(host) is not None:
-            return None
-        slot, a, b = self.pc.slot(now)
-        st = self.hosts.get(host)
-        # the other rank's requests end before E on the true clock (its guard covers its error);
-        # this rank's clock may run ahead by up to its own guard: that is waited too, as for a lease
-        return rest_start(self.rank, now, rest + self.pc.guard_for(b - a), slot, self.pc.bounds,
-                          lambda n: self.holders.holder(host, n), None if st is None else st.released)
+        end = self.run_end(host, w[0])
+        budget = request_budget(end - now, base, self.factor, self.max_delay)
+        full = request_budget(end - w[1], base, self.factor, self.max_delay)
+        if budget < start_threshold(self.hosts[host].time, full):
+            return 0.0, full             # it would likely be cut: the request waits for the next slot
+        return budget, full
 
     def next_start(self, now: float) -> float:
         """Monotonic time at which the next usable window begins."""
@@ -148,11 +137,11 @@ class SlotGate:
         return slot_len < self.pc.phase_seconds - 1e-9
 
     # -- cuts ------------------------------------------------------------------------------
-    def cut_cause(self, host: str, slot_len: float, limit: float, loop_gap: float) -> str:
-        """Why a request of ``host`` given ``limit`` seconds of a slot of ``slot_len`` was cut at the
-        slot's end (:func:`abc_crawler.phases.cut_cause`), counted by cause."""
-        usable = slot_len - 2 * self.pc.guard_for(slot_len)
-        cause = cut_cause(limit, usable, self.hosts[host].time, loop_gap, self.is_warm(slot_len))
+    def cut_cause(self, host: str, slot_len: float, limit: float, full: float, loop_gap: float) -> str:
+        """Why a request of ``host`` given ``limit`` seconds (``full``: what a request at the start of
+        its slot would have had) in a slot of ``slot_len`` was cut at its end
+        (:func:`abc_crawler.phases.cut_cause`), counted by cause."""
+        cause = cut_cause(limit, full, self.hosts[host].time, loop_gap, self.is_warm(slot_len))
         c = self.counters
         c.slot_cuts += 1
         if cause == CUT_WARM:
@@ -176,8 +165,21 @@ class SlotGate:
             st = self.hosts[host]
             if self.frontier.host_pending(host) > 0 or not st.work_mask:
                 self.give.discard(host)
-            elif hold(host, slot) == self.rank:
-                self._hand_over(host, slot, self.clock.shared())
+            elif hold(host, slot) == self.rank and not self._busy(host):
+                self._hand_over(host, slot, self._free_at(host))
+
+    def _busy(self, host: str) -> bool:
+        """A request of this rank to ``host`` may be in flight (its batch is being fetched)."""
+        e = self.frontier.by_host.get(host)
+        return e is not None and e.state == FETCHING
+
+    def _free_at(self, host: str) -> float:
+        """Shared time from which another rank may contact ``host`` after this rank's requests: its
+        own next allowed start (the last request's end plus the rest), plus this rank's guard (its
+        clock may err by that much)."""
+        shared = self.clock.shared()
+        wait = max(0.0, self.hosts[host].next_at - time.monotonic())
+        return shared + wait + self.pc.guard_for(self.slot_len)
 
     def tick(self) -> None:
         """A rank with nothing to fetch still follows the slots while it waits for an exchange, so
@@ -185,7 +187,7 @@ class SlotGate:
         if self.give:
             self.update()
 
-    def batch_done(self, host: str, rest: float) -> None:
+    def batch_done(self, host: str) -> None:
         """This rank ended a batch of ``host``: when nothing more is queued here and another rank
         announced work for it, the rest of the slot (after the host's rest) is theirs."""
         w = self.window
@@ -195,7 +197,7 @@ class SlotGate:
         if (st.work_mask and st.released != w[0] and self.frontier.host_pending(host) == 0
                 and self.holders.holder(host, w[0]) == self.rank):
             # the receiver starts after the rest on its own clock: this rank's guard covers its error
-            self._hand_over(host, w[0], self.clock.shared() + rest + self.pc.guard_for(self.slot_len))
+            self._hand_over(host, w[0], self._free_at(host))
 
     def _hand_over(self, host: str, slot: int, not_before: float) -> bool:
         """Give this slot of ``host`` to the next holder in its sequence that announced work; this
@@ -253,8 +255,18 @@ class SlotGate:
             st.work_mask = st.work_mask | bit if flag == "1" else st.work_mask & ~bit
             if st.work_mask and self.frontier.host_pending(host) == 0:
                 self.give.add(host)
+                self._give_now(host)
             elif not st.work_mask:
                 self.give.discard(host)
+
+    def _give_now(self, host: str) -> None:
+        """Hand over the current slot of ``host`` at once when this rank holds it by the table and has
+        nothing for it (long slots would otherwise keep a waiting rank off the host until the next)."""
+        w = self.window
+        if (w is None or not self.handover or self.hosts[host].released == w[0] or self._busy(host)
+                or self.holders.holder(host, w[0]) != self.rank):
+            return
+        self._hand_over(host, w[0], self._free_at(host))
 
     def close(self) -> int:
         """At the end of the crawl (collective): the leases still travelling; returns how many."""

@@ -183,8 +183,8 @@ def render_markdown(rep: dict, plots: dict[str, str] | None = None) -> str:
     md += ["", "## Measured and predicted", "", _md_table(*_main_rows(rep)), ""]
     if rep.get("time"):
         md += ["## Where the time went", "",
-               "What bounded the wall time: the biggest host's politeness-bound makespan (its batches × its rest, "
-               "plus Crawl-delays), the busiest rank, waiting for phase slots with work queued, or the exchange "
+               "What bounded the wall time: the biggest host's politeness-bound makespan (its requests × its least "
+               "rest, max(politeness delay, Crawl-delay)), the busiest rank, waiting for phase slots with work queued, or the exchange "
                "(`stats.json` `bounds` and per-rank idle times).", "", _md_table(*time_rows(rep["time"])), ""]
     if rep.get("graph"):
         md += ["## The crawled graph", "", "Each figure names its scope (the whole graph, or the first N pages that "

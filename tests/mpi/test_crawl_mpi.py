@@ -25,7 +25,7 @@ def _crawl_and_check(tmp_root: Path, *, hosts, pages, seed, extra=None):
     from abc_crawler.config import CrawlConfig
     from abc_crawler.exchange import Communicator
     from abc_crawler.run import run_crawl
-    from crawlcheck import check_session, generate, serve
+    from crawlcheck import LAB_TOML, check_session, generate, serve
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -48,7 +48,7 @@ def _crawl_and_check(tmp_root: Path, *, hosts, pages, seed, extra=None):
                   "session_dir": str(session), "politeness_delay": 0.0, "progress_seconds": 5.0,
                   "test_rank_header": True}
         values.update(extra or {})
-        cfg = CrawlConfig.build(values)
+        cfg = CrawlConfig.build(values, str(LAB_TOML))
         status = run_crawl(cfg, Communicator(comm))
         assert status == 0
     finally:

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import BIN, check_session, generate, host_overlaps, read_log, serve
+from crawlcheck import BIN, LAB_TOML, check_session, generate, host_overlaps, read_log, serve
 from simhosts import SIMSSH, SimHosts
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-CRAWL = "mpiexec -f hostfile -n 4 abc-crawl seeds.txt --resolve resolve.txt"
+CRAWL = "mpiexec -f hostfile -n 4 abc-crawl seeds.txt --config lab.toml --resolve resolve.txt"
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,7 @@ def _setup_node1(sim: SimHosts, web: Path, hostfile_text: str = "node1:2\nnode2:
     node1 = sim.disk("node1")
     for name in ("seeds.txt", "resolve.txt"):
         shutil.copy(web / name, node1 / name)
+    shutil.copy(LAB_TOML, node1 / "lab.toml")      # the lab settings of a loopback web
     (node1 / "hostfile").write_text(hostfile_text)
     return node1
 
