@@ -109,6 +109,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("phase_warmup", int, 3, "fast rotation while the frontier fills: the first n-phases slots last phase-seconds/2^W, the next n-phases twice that, ..., then phase-seconds; each rank serves each phase once per length, and a cut in a warm-up slot does not count towards max-slot-cuts; no slot shorter than 50 ms or four guards (0: off)", 0),
     Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
     Setting("clock_refresh_seconds", float, 30.0, "seconds between NTP-style clock re-synchronizations", 0.1),
+    Setting("stall_seconds", float, 60.0, "stall watchdog: a crawl with queued work that sends no request for this long plus twice the longest rest or back-off in force says so (progress line, stats.json, dashboard); after three times that it stops with status 3 and stopped: stalled", 1.0),
+    Setting("test_stall", float, None, "test hook: after this many seconds of crawling no rank starts a request any more (its work stays queued), to check the stall watchdog", 0.0),
     Setting("test_clock_skew", str, None, "test hook RANK:SECONDS[,RANK:SECONDS...]: shift these ranks' clocks to check clock alignment"),
     Setting("test_rank_header", bool, False, "test hook: send an X-ABC-Rank header with every request (the test web's access log attributes requests to ranks by it)"),
     Setting("test_crash", str, None, "test hook RANK:SUPERSTEP (raise in that rank's crawl loop) or kernels:SUPERSTEP (fail rank 0's kernel thread) to check crash records and resume"),

@@ -42,7 +42,7 @@ from typing import Callable
 
 __all__ = ["CrashContext", "CONTEXT", "ThreadCrash", "InjectedCrash", "PeerCrashed", "crash_path",
            "format_record", "write_record", "summary_line", "mark_manifest", "install_thread_hook",
-           "raise_thread_failures", "parse_test_crash", "handle_crash"]
+           "raise_thread_failures", "parse_test_crash", "handle_crash", "stall_record", "STALL_RECORD"]
 
 #: folder of the session that holds the crash records
 ERRORS_DIR = "errors"
@@ -120,9 +120,10 @@ def format_record(rec: dict) -> str:
             + "\n\nsettings:\n" + json.dumps(rec.get("settings", {}), indent=1, sort_keys=True, default=str) + "\n")
 
 
-def write_record(session_dir: str | os.PathLike, rec: dict) -> Path:
-    """Write the record durably (temporary file, fsync, rename, fsync of the folder)."""
-    path = crash_path(session_dir, rec["rank"])
+def write_record(session_dir: str | os.PathLike, rec: dict, name: str | None = None) -> Path:
+    """Write the record durably (temporary file, fsync, rename, fsync of the folder); ``name``: the
+    file's name in ``errors/`` (default ``rank-NNNNN.txt``)."""
+    path = crash_path(session_dir, rec["rank"]) if name is None else Path(session_dir) / ERRORS_DIR / name
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
@@ -136,6 +137,27 @@ def write_record(session_dir: str | os.PathLike, rec: dict) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+#: the record of a crawl the stall watchdog stopped (rank 0's disk)
+STALL_RECORD = "stall.txt"
+
+
+def stall_record(stall: dict, superstep: int, settings: dict | None) -> dict:
+    """The crash-style record of a crawl stopped by the stall watchdog: its report instead of a
+    traceback (:mod:`abc_crawler.watchdog`)."""
+    from .progress import stall_text
+
+    last = stall.get("last") or {}
+    text = stall_text(last) if last else "stalled"
+    rows = "\n".join(f"  {h['host']} (rank {h.get('rank')}): {h.get('queued', 0)} queued, {h['why']}"
+                     + (f" {h['seconds']:g} s" if h.get("seconds") else "") for h in last.get("hosts", []))
+    return {
+        "rank": 0, "host": platform.node(), "pid": os.getpid(), "superstep": superstep,
+        "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "thread": "MainThread",
+        "error": text, "traceback": "hosts waiting, and what for:\n" + (rows or "  (none reported)"),
+        "settings_sha256": settings_digest(settings), "settings": settings or {},
+    }
 
 
 def summary_line(rec: dict, session_dir: str | os.PathLike | None = None) -> str:

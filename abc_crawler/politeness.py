@@ -110,7 +110,7 @@ def slot_seconds_needed(rest: float, guard: float, request: float = 1.0) -> floa
     0.21
     """
     usable = max(rest / SLOT_REST_SHARE, rest + request)
-    return math.ceil((usable + 2 * guard) * 100) / 100
+    return math.ceil(round((usable + 2 * guard) * 100, 6)) / 100
 
 
 def start_threshold(host_time: float | None, full_budget: float) -> float:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["Progress", "format_bytes", "format_estimate", "graph_rows", "graph_progress"]
+__all__ = ["Progress", "format_bytes", "format_estimate", "graph_rows", "graph_progress", "stall_text"]
 
 
 def format_bytes(n: float) -> str:
@@ -127,6 +127,22 @@ def graph_progress(s: dict) -> str:
     return " | ".join(parts)
 
 
+def stall_text(stall: dict) -> str:
+    """The watchdog's report in words.
+
+    >>> stall_text({"seconds": 65.0, "bound_s": 62.0, "queued": 957, "hosts": [
+    ...     {"host": "a.test", "queued": 9, "why": "rest", "seconds": 0.4}]})
+    'STALLED: no request for 65 s with 957 URLs queued (bound 62 s); waiting: a.test: 9 queued, rest 0.4 s'
+    """
+    from .watchdog import format_waiting
+
+    text = (f"STALLED: no request for {stall['seconds']:.0f} s with {stall['queued']:,} URLs queued "
+            f"(bound {stall['bound_s']:.0f} s)")
+    if stall.get("hosts"):
+        text += "; waiting: " + format_waiting(stall["hosts"])
+    return text
+
+
 class Progress:
     """Prints crawl progress from the globally reduced status vector."""
 
@@ -140,7 +156,9 @@ class Progress:
         self.last_pages = 0
         self.last_t = self.t0
 
-    def update(self, step: int, status, coordinator=None, force: bool = False) -> None:
+    def update(self, step: int, status, coordinator=None, force: bool = False, stall: dict | None = None) -> None:
+        """A progress line when one is due (or ``force``); ``stall``: the watchdog's report while the
+        crawl sends no request with work queued, said first on the line."""
         now = time.monotonic()
         if not force and now - self.last < self.interval:
             return
@@ -153,7 +171,8 @@ class Progress:
             stats = " | " + graph_progress(coordinator.kernels.summary())
         elif coordinator is not None:
             stats = f" | graph {coordinator.n_nodes} nodes"
-        line = (f"[{now - self.t0:7.1f}s] step {step:5d} | {g['requests']} req ({rate:.0f}/s), {g['pages_ok']} ok, "
+        alarm = "" if stall is None else stall_text(stall) + " | "
+        line = (f"[{now - self.t0:7.1f}s] {alarm}step {step:5d} | {g['requests']} req ({rate:.0f}/s), {g['pages_ok']} ok, "
                 f"{g['failed']} failed, {g['errors']} errors, {format_bytes(g['bytes'])} | frontier {g['frontier']} | "
                 f"exchange MV {format_bytes(g['volume'])}{stats}")
         if self.tty:

@@ -33,6 +33,8 @@ from .proxies import ProxySettings
 from .scope import Scope, ScopeRules, read_seeds
 from .checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
 from .config import config_paths, phase_seconds_of, read_config_file
+from .stopping import describe_dropped, dropped_by_limits, stop_line
+from .watchdog import STALL_EXIT
 from .gather import gather_warc
 from .tls import load_ca_bundle
 from .validators import PreviousShare, previous_shares, write_table
@@ -264,9 +266,15 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
             progress.close()
         write_table(session_dir, rows)
         stats = _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped)
+        if stopped == "stalled":            # issue 28: a crash-style record of what waited
+            rec = crash.stall_record(stats["stall"], crawler.superstep, cfg.as_dict())
+            path = crash.write_record(session_dir, rec, crash.STALL_RECORD)
+            print(f"abc-crawl: stopped by the stall watchdog: {rec['error']} (record: {path})", file=sys.stderr)
         if dashboard is not None:           # issue 24: the final figures, state "finished"
             dashboard.finish(stats, crawler.rank0.coordinator, crawler.superstep)
     status = _locate_files(comm, cfg, session_dir, hostnames, summaries, assignment, started, stopped, resumes)
+    if stopped == "stalled":
+        status = status or STALL_EXIT
     if comm.rank == 0:
         _print_summary(stats, session_dir, out)
         if dashboard is not None:           # issue 24
@@ -316,6 +324,7 @@ def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, sessio
         "started": started,
         "ended": ended,
         "stopped": stopped,
+        **({"stall": {"file": f"{crash.ERRORS_DIR}/{crash.STALL_RECORD}"}} if stopped == "stalled" else {}),
     }
 
 
@@ -394,6 +403,12 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "slot_cuts": {"total": total("slot_cuts"), "warm_up": total("warm_cuts"), "late_start": total("cuts_late"),
                       "starved": total("cuts_starved"), "slow_response": total("cuts_slow")},
     }
+    # issue 28: a crawl that sent nothing with work queued says so
+    stats["stall"] = crawler.stall.summary()
+    # issue 29: no silent drops, no silent stop
+    stats["dropped"] = dropped_by_limits(links, errors)
+    stats["queued_at_stop"] = crawler.queued
+    stats["stop_line"] = stop_line(stopped, crawler.queued, stats["dropped"])
     atomic_write_json(sd / "stats.json", stats)
     return stats
 
@@ -441,7 +456,7 @@ def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> di
 def _print_summary(stats: dict, session_dir: str, out) -> None:
     ex, im, g = stats["exchange"], stats["imbalance"], stats["graph"]
     rows = [
-        ("stopped", stats["stopped"]),
+        ("stopped", stats["stop_line"]),
         ("requests", f"{stats['requests']} in {stats['wall_s']:.1f} s ({stats['pages_per_s']:.0f}/s)"),
         ("pages ok / failed / redirected", f"{stats['pages_crawled']} / {stats['pages_failed']} / {stats['pages_redirected']}"),
         ("not modified (304)", str(stats["not_modified"])),
@@ -454,11 +469,13 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
         ("slot cuts", _cuts_line(stats["slot_cuts"], stats["errors"])),
         *graph_rows(g),
         ("errors", ", ".join(f"{k} {v}" for k, v in stats["errors"].items()) or "none"),
+        *([("dropped by limits", describe_dropped(stats["dropped"]))] if stats["dropped"] else []),
         ("session", session_dir),
     ]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"  {k:<{width}}  {v}", file=out)
+    print(f"abc-crawl: {stats['stop_line']}", file=out)
 
 
 def _bounds_line(b: dict) -> str:

@@ -114,12 +114,13 @@ def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600, latenc
 
 
 def crawl_cli(ranks: int, web_dir: Path, session: Path, *extra: str, timeout: float = 180,
-              seeds: Path | None = None, cpus: set[int] | None = None) -> subprocess.CompletedProcess:
+              seeds: Path | None = None, cpus: set[int] | None = None, lab: bool = True) -> subprocess.CompletedProcess:
     """``mpiexec -n RANKS abc-crawl`` on a served web; bounded by ``timeout``. ``cpus``: the CPUs
-    the launcher and every rank may run on (CPU affinity, inherited by the ranks)."""
-    cmd = [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds or web_dir / "seeds.txt"), *LAB,
-           "--resolve", str(web_dir / "resolve.txt"), "--session-dir", str(session),
-           "--politeness-delay", "0", "--progress-seconds", "1", "--test-rank-header", *extra]
+    the launcher and every rank may run on (CPU affinity, inherited by the ranks). ``lab``: with the
+    lab settings and no politeness delay (else the open-web defaults, as a user gets them)."""
+    cmd = [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds or web_dir / "seeds.txt"),
+           *(LAB if lab else ()), "--resolve", str(web_dir / "resolve.txt"), "--session-dir", str(session),
+           *(("--politeness-delay", "0") if lab else ()), "--progress-seconds", "1", "--test-rank-header", *extra]
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=pin)
 

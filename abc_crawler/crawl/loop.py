@@ -35,6 +35,8 @@ from ..robots import RobotsCache, decode_shared, encode_shared
 from ..scope import Scope, ScopeRules
 from ..seen import new_fpset
 from ..sitemaps import seed_sitemap_urls
+from ..stopping import dropped_by_limits
+from ..watchdog import STALL_FATAL, StallWatch
 from ..validators import PreviousShare, ValidatorLog
 from ..warc import RankWarc, warcinfo_fields
 from . import state
@@ -44,14 +46,16 @@ from .fetching import BatchRunner
 from .hosts import HostTable
 from .links import LinkClassifier
 from .pages import PageProcessor
+from .quotas import HostQuotas
 from .routing import Router
 from .slots import SlotGate
+from .stall import StallDuty
 
 __all__ = ["RankCrawler", "Rank0Role", "StopFlag", "STATUS_FIELDS", "step_seconds", "RAMP_FIRST_STEP"]
 
 # The status vector summed over ranks at every exchange.
 STATUS_FIELDS = ("work", "requests", "pages_ok", "bytes", "failed", "frontier", "signal", "time_up",
-                 "volume", "outbox", "errors", "clock_due", "checkpoint_due")
+                 "volume", "outbox", "errors", "clock_due", "checkpoint_due", "asked", "stall")
 _S = {name: i for i, name in enumerate(STATUS_FIELDS)}
 #: seconds of the first superstep of a run; each next one twice as long, up to superstep-seconds
 RAMP_FIRST_STEP = 0.05
@@ -144,8 +148,8 @@ class RankCrawler:
                              info=self.warcinfo(), on_page=self.validators.on_page)
         self.clock = SharedClock(clock_skew(cfg.test_clock_skew, rank), reference=rank == 0)
         self.links = LinkClassifier.from_config(cfg, scope, assignment, rank, counters, rules)
-        host_cap = -(-cfg.max_pages_per_host // (1 if assignment.site_level else size))
-        self.router = Router(rank, size, self.frontier, self.seen, counters, self.hosts, host_cap,
+        self.quotas = HostQuotas(cfg.max_pages_per_host, rank, size, assignment.site_level)
+        self.router = Router(rank, size, self.frontier, self.seen, counters, self.hosts, self.quotas,
                              track_depth=cfg.max_depth is not None)
         self.phase_clock: PhaseClock | None = None
         self.gate: SlotGate | None = None
@@ -173,7 +177,10 @@ class RankCrawler:
         self.superstep = 0
         self.t0 = time.monotonic()
         self.stopped = "done"
+        self.queued = 0                              # URLs left queued in all when the crawl stopped
         self._test_crash = parse_test_crash(cfg.test_crash, size)
+        # the stall watchdog (abc_crawler/watchdog.py): rank 0 judges, every rank reports
+        self.stall = StallDuty(self, StallWatch(cfg.stall_seconds) if rank0 is not None else None)
         # --dashboard: every rank sends its vitals with the exchange; rank 0 publishes snapshots
         self.vitals = VitalsSender(STATUS_FIELDS) if cfg.dashboard else None
         self.last_vitals = None                      # rank 0: the ranks' vitals of the last exchange
@@ -215,6 +222,8 @@ class RankCrawler:
 
     # -- the budget ----------------------------------------------------------------------------
     def may_request(self) -> bool:
+        if self.cfg.test_stall is not None and time.monotonic() - self.t0 >= self.cfg.test_stall:
+            return False                             # the test hook: no request any more
         return self.budget is None or self.counters.requests < self.budget
 
     def _set_budget(self, status: np.ndarray, my_requests_at_capture: int) -> None:
@@ -248,7 +257,8 @@ class RankCrawler:
         c = self.counters
         st = np.zeros(len(STATUS_FIELDS), dtype=np.int64)
         outbox = self.router.queued
-        st[_S["work"]] = self.frontier.pending + self.fetcher.in_flight + outbox
+        # URLs waiting for their host's share of --max-pages-per-host are work too
+        st[_S["work"]] = self.frontier.pending + self.fetcher.in_flight + outbox + self.quotas.waiting
         st[_S["requests"]] = c.requests
         st[_S["pages_ok"]] = c.pages_ok
         st[_S["bytes"]] = c.bytes
@@ -264,6 +274,8 @@ class RankCrawler:
             st[_S["clock_due"]] = int(time.monotonic() - self._last_sync >= self.cfg.clock_refresh_seconds)
         if self.rank == 0 and self.cfg.checkpoint_seconds > 0:
             st[_S["checkpoint_due"]] = int(time.monotonic() - self._last_ckpt >= self.cfg.checkpoint_seconds)
+        st[_S["asked"]] = self.fetcher.requests        # every request sent: pages, robots.txt, sitemaps
+        st[_S["stall"]] = self.stall.verdict if self.rank == 0 else 0
         return st
 
     def _idle_while_exchanging(self):
@@ -296,6 +308,7 @@ class RankCrawler:
             vitals = self.vitals.encode(
                 status, rank=self.rank, superstep=self.superstep, elapsed_s=time.monotonic() - self.t0,
                 errors=self.counters.errors, idle_s=idle.total, idle_slot_s=idle.slot, exchange_s=idle.exchange,
+                dropped=dropped_by_limits(self.counters.links, self.counters.errors),
                 hosts=lambda: top_hosts(((h, st.admitted) for h, st in self.hosts.items()), self.frontier.host_pending))
         ex = self.comm.start_superstep(self.router.payloads(), status, self.router.take_report(self.superstep),
                                        shared, vitals)
@@ -306,13 +319,22 @@ class RankCrawler:
             if src != self.rank:
                 self.router.receive(data)
         now = time.monotonic()
+        admitted = lambda host: self.hosts[host].admitted  # noqa: E731
+        stall_parts = []
         for src, data in enumerate(ex.shared_in):
-            if src != self.rank and data:
-                robots, work = unframe(data, 2)
+            if not data:
+                continue
+            robots, work, quota, stall = unframe(data, 4)
+            self.quotas.receive(src, quota, admitted)     # this rank's own report too
+            stall_parts.append(stall)
+            if src != self.rank:
                 for host, st, body in decode_shared(robots):
                     self.robots.adopt(host, st, body, now)
                 if work and self.gate is not None:
                     self.gate.receive_work(src, work)
+        self.router.settle_quotas()
+        self.stall.judge(int(ex.status[_S["asked"]]), int(ex.status[_S["work"]]), int(ex.status[_S["stall"]]),
+                         stall_parts)
         self._rank0(self.superstep, ex.reports)
         self.last_vitals = ex.vitals
         return ex.status
@@ -345,14 +367,18 @@ class RankCrawler:
                 # so the ranks together never exceed the limit.
                 self.budget = my_requests
             shared = frames(encode_shared(runner.robots_out) if runner.robots_out else b"",
-                            self.gate.announce() if self.gate is not None else b"")
+                            self.gate.announce() if self.gate is not None else b"",
+                            self.quotas.report(lambda host: self.hosts[host].admitted),
+                            self.stall.part())
             runner.robots_out = []
             g = self._exchange(status, shared)
             r0 = self.rank0
             if r0 is not None and r0.progress is not None:
-                r0.progress.update(self.superstep, g, r0.coordinator)
+                r0.progress.update(self.superstep, g, r0.coordinator, stall=self.stall.report,
+                                   force=self.stall.print_now())
             if r0 is not None and r0.dashboard is not None:     # a snapshot for rank 0's status page
-                r0.dashboard.publish(self.superstep, g, self.last_vitals, r0.coordinator, self.t0)
+                r0.dashboard.publish(self.superstep, g, self.last_vitals, r0.coordinator, self.t0,
+                                     stall=self.stall.report)
             why = self._why_stop(g)
             if cfg.checkpoint_seconds > 0 and (g[_S["checkpoint_due"]] > 0 or why is not None):
                 self.write_checkpoint()
@@ -362,6 +388,7 @@ class RankCrawler:
                 self.sync_clock()
             if why is not None:
                 self.stopped = why
+                self.queued = int(g[_S["work"]])     # work left in all (0 when done)
                 break
         self._finish()
         return self.stopped
@@ -370,6 +397,8 @@ class RankCrawler:
         cfg = self.cfg
         if g[_S["signal"]] > 0:
             return "signal"
+        if g[_S["stall"]] >= STALL_FATAL:
+            return "stalled"
         if g[_S["time_up"]] > 0:
             return "time-limit"
         if g[_S["work"]] == 0:

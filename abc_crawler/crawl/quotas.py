@@ -122,6 +122,7 @@ class HostQuotas:
         if host in self.contended:
             if self.hold or host in self.deferred or admitted >= self.quota.get(host, self.static):
                 return "defer"
+            self.changed.add(host)           # its admitted count changes: reported next time
             return "admit"
         if admitted >= self.static:
             return "defer"

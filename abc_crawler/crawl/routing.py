@@ -16,6 +16,7 @@ from ..urls import fingerprint, host_of
 from .counters import RankCounters
 from .hosts import HostTable
 from .links import Target
+from .quotas import HostQuotas
 
 __all__ = ["Router"]
 
@@ -23,15 +24,15 @@ __all__ = ["Router"]
 class Router:
     """URL-seen test, frontier or outbox, and the report to rank 0, of one rank."""
 
-    def __init__(self, rank: int, size: int, frontier, seen, counters: RankCounters, hosts: HostTable, host_cap: int,
-                 track_depth: bool = False):
+    def __init__(self, rank: int, size: int, frontier, seen, counters: RankCounters, hosts: HostTable,
+                 quotas: HostQuotas, track_depth: bool = False):
         self.rank = rank
         self.size = size
         self.frontier = frontier
         self.seen = seen
         self.counters = counters
         self.hosts = hosts
-        self.host_cap = host_cap
+        self.quotas = quotas                       # --max-pages-per-host over all ranks (crawl/quotas)
         self.outbox: list[list[str]] = [[] for _ in range(size)]
         self.report = SuperstepReport(rank=rank)
         self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL
@@ -83,12 +84,33 @@ class Router:
         self.route(None, targets, depth=level, sitemap=True, tally=None)
 
     def admit_local(self, url: str, fp: int, hops: int, depth: int = 0, sitemap: bool = False) -> None:
-        """Put a new URL of this rank into URLStates (within the per-host limit)."""
+        """Put a new URL of this rank into URLStates, within the per-host limit over all ranks: past
+        this rank's share it waits for the next exchange's settle (:mod:`.quotas`); once the host
+        has its limit in all, it is dropped and counted."""
         host = host_of(url)
         st = self.hosts[host]
-        if st.admitted >= self.host_cap:
+        what = self.quotas.decide(host, st.admitted)
+        if what == "drop":
             self.counters.links["over_host_limit"] += 1
             return
+        if what == "defer":
+            self.quotas.defer(host, (url, fp, hops, depth, sitemap))
+            return
+        self._admit(url, fp, host, st, hops, depth, sitemap)
+
+    def settle_quotas(self) -> None:
+        """After an exchange's quota reports: new per-host quotas; deferred URLs within them are
+        admitted, those of a host full in all are dropped and counted."""
+        q = self.quotas
+        for host, quota in q.settle():
+            st = self.hosts[host]
+            if host in q.full:
+                self.counters.links["over_host_limit"] += q.drop_all(host)
+                continue
+            for url, fp, hops, depth, sitemap in q.take(host, quota - st.admitted):
+                self._admit(url, fp, host, st, hops, depth, sitemap)
+
+    def _admit(self, url: str, fp: int, host: str, st, hops: int, depth: int, sitemap: bool) -> None:
         st.admitted += 1
         if hops:
             self.hops[fp] = hops

@@ -16,7 +16,9 @@ Version history:
   checkpoint (:mod:`abc_crawler.validators`). Keys added since, read with a default when absent
   (an older state of version 3 means the same without them): ``depth`` (URL fingerprint → link
   hops from a seed, with ``--max-depth``) and ``sitemaps`` (fingerprint → sitemap-index level of
-  the sitemap files admitted); the counters ``bytes_decoded`` and ``sitemaps``.
+  the sitemap files admitted); the counters ``bytes_decoded`` and ``sitemaps``; ``quotas`` (the
+  per-host limit's shares, :meth:`abc_crawler.crawl.quotas.HostQuotas.as_plain`: contended hosts,
+  their counts and the URLs deferred).
 """
 from __future__ import annotations
 
@@ -60,6 +62,7 @@ def capture(crawler, log_len: int) -> dict:
         "hops": dict(router.hops), "depth": dict(router.depth), "sitemaps": dict(router.sitemap_fps),
         "attempts": dict(runner.attempts), "cuts": dict(runner.cuts),
         "free_cuts": dict(runner.free_cuts), "hosts": crawler.hosts.as_plain(), "budget": crawler.budget,
+        "quotas": crawler.quotas.as_plain(),
         "elapsed": time.monotonic() - crawler.t0, "cpu_s": crawler.cpu_seconds(),
         "warc": crawler.warc.checkpoint(), "connections": crawler.fetcher.connections,
         "journal": r0.journal.flush() if r0 is not None and r0.journal is not None else 0,
@@ -104,6 +107,7 @@ def restore(crawler, superstep: int) -> None:
     runner.attempts, runner.cuts, runner.free_cuts = dict(st["attempts"]), dict(st["cuts"]), dict(st["free_cuts"])
     crawler.hosts.clear()
     crawler.hosts.update(HostTable.from_plain(st["hosts"]))
+    crawler.quotas.load(st.get("quotas", {}))
     crawler.budget = st["budget"]
     crawler.t0 = time.monotonic() - st["elapsed"]
     crawler.cpu_before = st["cpu_s"]

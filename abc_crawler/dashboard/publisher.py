@@ -75,6 +75,7 @@ class Dashboard:
         self.seq = 0
         self._last = float("-inf")
         self._vitals: list[dict | None] = [None] * ranks
+        self._stall: dict | None = None            # the stall watchdog's report, while there is one
         self._seen: list[float | None] = [None] * ranks
         self._raw: tuple[list[bytes], float] | None = None     # the latest vitals, not decoded yet
         self._polls = -1
@@ -111,9 +112,12 @@ class Dashboard:
         self.server.start()
         return self
 
-    def publish(self, step: int, status, vitals: list[bytes] | None, coordinator, t0: float) -> None:
-        """After superstep ``step``'s exchange: keep the vitals; now and then a new snapshot (see above)."""
+    def publish(self, step: int, status, vitals: list[bytes] | None, coordinator, t0: float,
+                stall: dict | None = None) -> None:
+        """After superstep ``step``'s exchange: keep the vitals; now and then a new snapshot (see above).
+        ``stall``: the stall watchdog's report, while there is one."""
         now = time.monotonic()
+        self._stall = stall
         if vitals:
             self._raw = (vitals, round(now - t0, 3))
         self._step = step
@@ -147,7 +151,7 @@ class Dashboard:
         self._raw = None
 
     def _publish(self, state: str, graph: dict | None, elapsed: float, stopped: str | None = None,
-                 errors: dict | None = None) -> None:
+                 errors: dict | None = None, dropped: dict | None = None) -> None:
         self.seq += 1
         snap = build_snapshot(
             seq=self.seq, meta=self.meta, state=state, stopped=stopped, elapsed=elapsed, superstep=self._step,
@@ -156,7 +160,8 @@ class Dashboard:
             exchange=self.exchange.as_dict(), graph=graph,
             errors=errors if errors is not None else merge_errors([(v or {}).get("errors") for v in self._vitals]),
             hosts=merge_hosts([(v or {}).get("hosts") for v in self._vitals]),
-            history=self.history, updated=_utc())
+            history=self.history, updated=_utc(), stall=self._stall,
+            dropped=dropped if dropped is not None else merge_errors([(v or {}).get("dropped") for v in self._vitals]))
         self.server.publish(snap, finished=state == "finished")
 
     def finish(self, stats: dict, coordinator, step: int) -> None:
@@ -175,8 +180,9 @@ class Dashboard:
                             errors=sum(stats.get("errors", {}).values()))
         wall = float(stats.get("wall_s", 0.0))
         self.history.append((round(wall, 2), stats["requests"], stats["bytes_stored"]))
+        self._stall = stats.get("stall") if stats.get("stopped") == "stalled" else None
         self._publish("finished", stats.get("graph"), wall, stopped=stats.get("stopped"),
-                      errors=merge_errors([stats.get("errors", {})]))
+                      errors=merge_errors([stats.get("errors", {})]), dropped=stats.get("dropped", {}))
 
     def close(self) -> None:
         self.server.close()

@@ -165,7 +165,7 @@ def _rate(history: list[tuple[float, int, int]], window: float) -> tuple[float, 
 def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, elapsed: float, superstep: int,
                    totals: dict, ranks: list[dict], exchange: dict, graph: dict | None, errors: dict,
                    hosts: list[dict], history: list[tuple[float, int, int]], rate_window: float = 5.0,
-                   updated: str | None = None) -> dict:
+                   updated: str | None = None, stall: dict | None = None, dropped: dict | None = None) -> dict:
     """The ``/status.json`` document (schema in ``docs/DASHBOARD.md``).
 
     ``totals``: the crawl's counters (``requests``, ``pages_ok``,
@@ -175,7 +175,9 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
     the totals and the binned series of :class:`.sources.ExchangeSeries`;
     ``graph``: a statistics summary (either shape, see
     :func:`graph_figures`); ``history``: (elapsed s, requests, bytes) points,
-    oldest first (times rounded by the caller).
+    oldest first (times rounded by the caller); ``stall``: the stall watchdog's report while the
+    crawl sends no request with work queued (``seconds``, ``bound_s``, ``hosts`` waiting and what
+    for), else None; ``dropped``: URLs dropped by limits, by reason.
     """
     if state not in STATES:
         raise ValueError(f"state must be one of {STATES}, got {state!r}")
@@ -212,6 +214,8 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
                   "out_degree": degree_bins(g.get("out_degree_hist"))},
         "hosts": hosts,
         "errors": errors,
+        "stall": stall,
+        "dropped": dropped or {},
         "history": {"t": [t for t, _, _ in history[-MAX_POINTS:]],
                     "requests": [r for _, r, _ in history[-MAX_POINTS:]],
                     "bytes": [b for _, _, b in history[-MAX_POINTS:]]},

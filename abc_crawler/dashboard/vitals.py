@@ -56,7 +56,7 @@ class VitalsSender:
         self._hosts_at = float("-inf")
 
     def encode(self, status, *, rank: int, superstep: int, elapsed_s: float, errors: dict, idle_s: float,
-               idle_slot_s: float, exchange_s: float, hosts) -> bytes:
+               idle_slot_s: float, exchange_s: float, hosts, dropped: dict | None = None) -> bytes:
         """This rank's vitals: its own status vector ``status`` (before the reduction), its errors by
         kind, idle and exchange seconds, and ``hosts()`` — its busiest hosts as :func:`top_hosts`
         gives them, asked for at most once per ``hosts_seconds``."""
@@ -71,7 +71,7 @@ class VitalsSender:
             "bytes": st["bytes"], "queued": st["work"], "frontier": st["frontier"], "outbox": st["outbox"],
             "in_flight": st["work"] - st["frontier"] - st["outbox"],
             "idle_s": round(idle_s, 3), "idle_slot_s": round(idle_slot_s, 3), "exchange_s": round(exchange_s, 3),
-            "errors": dict(errors), "hosts": self._hosts,
+            "errors": dict(errors), "hosts": self._hosts, "dropped": dict(dropped or {}),
         }, separators=(",", ":")).encode()
 
 

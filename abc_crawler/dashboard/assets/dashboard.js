@@ -249,6 +249,19 @@
       int(r.requests), int(r.queued), num(r.idle_slot_s, 1) + " s", int(r.superstep)]);
     rows("errors-table", Object.entries(s.errors), ([k, v]) => [k, int(v)]);
     rows("hosts-table", s.hosts, (h) => [h.host, int(h.admitted), int(h.queued), h.ranks]);
+    // the stall watchdog: work queued and no request for longer than its bound
+    const stall = $("stall");
+    stall.hidden = !s.stall;
+    if (s.stall) {
+      const waiting = (s.stall.hosts || []).slice(0, 5).map((h) =>
+        `${h.host} (rank ${h.rank}): ${int(h.queued)} queued, ${h.why}` + (h.seconds ? ` ${num(h.seconds, 1)} s` : ""));
+      stall.textContent = `STALLED: no request for ${num(s.stall.seconds, 0)} s with ${int(s.stall.queued)} URLs queued ` +
+        `(bound ${num(s.stall.bound_s, 0)} s)` + (waiting.length ? " — waiting: " + waiting.join("; ") : "");
+    }
+    // URLs dropped by limits, by reason
+    const dropped = Object.entries(s.dropped || {});
+    $("dropped").hidden = dropped.length === 0;
+    $("dropped").textContent = "dropped by limits: " + dropped.map(([k, v]) => `${k} ${int(v)}`).join(", ");
     drawCharts(s);
     if (s.state === "finished") $("stop").disabled = true;
     document.body.dataset.seq = String(s.seq);     // last: the page shows snapshot seq in full
