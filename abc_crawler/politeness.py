@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 
 __all__ = ["rest_after", "request_budget", "slot_seconds_needed", "longest_rest", "start_threshold",
-           "MIN_REQUEST_SECONDS", "SLOT_REST_SHARE"]
+           "warm_slot_needed", "MIN_REQUEST_SECONDS", "SLOT_REST_SHARE", "WARM_SLOT_REQUESTS"]
 
 #: shortest time a request may be given (below it, it waits for the host's next slot)
 MIN_REQUEST_SECONDS = 0.02
@@ -111,6 +111,21 @@ def slot_seconds_needed(rest: float, guard: float, request: float = 1.0) -> floa
     """
     usable = max(rest / SLOT_REST_SHARE, rest + request)
     return math.ceil(round((usable + 2 * guard) * 100, 6)) / 100
+
+
+#: requests a warm-up slot must hold at the politeness delay (a slot that holds one request at a
+#: long delay serves a host at half its rate, and each change of holder costs a rest)
+WARM_SLOT_REQUESTS = 4
+
+
+def warm_slot_needed(delay: float, guard: float) -> float:
+    """The shortest warm-up slot (``--phase-warmup`` halves the slot length down to it, no further):
+    :data:`WARM_SLOT_REQUESTS` requests at the politeness delay.
+
+    >>> warm_slot_needed(5.0, 0.005), warm_slot_needed(0.0, 0.005)
+    (20.03, 0.03)
+    """
+    return math.ceil(round((WARM_SLOT_REQUESTS * delay + MIN_REQUEST_SECONDS + 2 * guard) * 100, 6)) / 100
 
 
 def start_threshold(host_time: float | None, full_budget: float) -> float:

@@ -51,7 +51,8 @@ def test_cli_8_ranks_crawls_exactly_the_reachable_web(web, tmp_path):
     assert manifest["stopped"] == "done" and manifest["ranks"] == 8 and manifest["ended"]
     # the final summary table tells the session's own figures
     summary = _summary(r.stderr)
-    assert summary["stopped"] == "done" and summary["overlap pages"] == "0"
+    assert summary["stopped"] == "done: every URL in scope was crawled" and summary["overlap pages"] == "0"
+    assert r.stderr.strip().splitlines()[-1] == "abc-crawl: done: every URL in scope was crawled"
     assert summary["requests"].startswith(f"{stats['requests']} in ")
     assert summary["pages ok / failed / redirected"] == (
         f"{stats['pages_crawled']} / {stats['pages_failed']} / {stats['pages_redirected']}")

@@ -537,7 +537,7 @@ def test_final_summary_prints_the_labelled_rows():
     from abc_crawler.run import _print_summary
 
     s = _capped_summary()
-    stats = {"stopped": "done", "requests": 10, "wall_s": 1.0, "pages_per_s": 10.0, "pages_crawled": 400,
+    stats = {"stopped": "done", "stop_line": "done: every URL in scope was crawled", "dropped": {}, "requests": 10, "wall_s": 1.0, "pages_per_s": 10.0, "pages_crawled": 400,
              "pages_failed": 0, "pages_redirected": 0, "bytes_stored": 1, "overlap_pages": 0, "errors": {},
              "not_modified": 0,
              "exchange": {"volume_bytes": 0, "wire_bytes": 0, "messages_thesis": 0, "messages_mpi": 0,

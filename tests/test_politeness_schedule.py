@@ -21,7 +21,7 @@ from abc_crawler.exceptions import ConfigError
 from abc_crawler.frontier import IN_LIST, TIMEWAIT, Frontier
 from abc_crawler.phases import HolderTable, PhaseClock
 from abc_crawler.politeness import (MIN_REQUEST_SECONDS, longest_rest, request_budget, rest_after,
-                                    slot_seconds_needed, start_threshold)
+                                    slot_seconds_needed, start_threshold, warm_slot_needed)
 
 
 # -- the pure rules ----------------------------------------------------------------------------------
@@ -76,10 +76,12 @@ def test_auto_slots_hold_the_longest_rest_and_short_explicit_slots_are_refused()
 
 
 def test_warm_up_slots_never_get_shorter_than_the_politeness_delay_needs():
-    pc = PhaseClock(0, 8, 8, 37.51, 0.005, warmup=3, min_slot=slot_seconds_needed(1.0, 0.005, MIN_REQUEST_SECONDS))
-    assert pc.warmup == 3                                  # 4.7 s slots hold a 1 s rest
-    pc = PhaseClock(0, 8, 8, 37.51, 0.005, warmup=3, min_slot=slot_seconds_needed(10.0, 0.005, MIN_REQUEST_SECONDS))
-    assert pc.warmup == 1 and 37.51 / 2 >= 12.5           # 18.8 s, not 9.4 s: a 10 s rest fits
+    pc = PhaseClock(0, 8, 8, 37.51, 0.005, warmup=3, min_slot=warm_slot_needed(1.0, 0.005))
+    assert pc.warmup == 3                                  # 4.7 s slots hold four requests at 1 s
+    pc = PhaseClock(0, 8, 8, 37.51, 0.005, warmup=3, min_slot=warm_slot_needed(2.0, 0.005))
+    assert pc.warmup == 2                                  # 9.4 s slots, not 4.7 s: four at 2 s
+    pc = PhaseClock(0, 8, 8, 37.51, 0.005, warmup=3, min_slot=warm_slot_needed(5.0, 0.005))
+    assert pc.warmup == 0                                  # no slot shorter than 20 s: no warm-up
 
 
 # -- the gate ------------------------------------------------------------------------------------------
@@ -309,3 +311,81 @@ def test_a_batch_refused_near_the_end_of_its_slot_gives_its_urls_back():
     assert hosts[host].next_at == pytest.approx(2000.65)
     assert f.n_in_list == 2 and all(f.states[i] == IN_LIST for i in (1, 2))
     assert gate.counters.requests == 1 and gate.counters.slot_cuts == 0    # one asked, none cut
+
+
+class FakeComm:
+    """Leases between gates of one process: ``send_lease`` to rank r lands in r's inbox."""
+
+    def __init__(self):
+        self.inbox: dict[int, list[bytes]] = {}
+
+    def for_rank(self, r):
+        comm = self
+
+        class One:
+            def send_lease(self, dst, data):
+                comm.inbox.setdefault(dst, []).append(data)
+
+            def poll_leases(self):
+                out, comm.inbox[r] = comm.inbox.get(r, []), []
+                return out
+        return One()
+
+
+def test_a_lease_is_passed_on_and_only_one_rank_holds_the_slot_at_a_time():
+    """The holder with nothing queued leases its slot to a rank with work; that rank, done too,
+    passes it on (once it was given only by the table holder, so a slot served one hand-over); at
+    every step exactly one rank may contact the host, and a lease coming back is usable again."""
+    host = "a.test"
+    comm = FakeComm()
+    K = 3
+    holders = HolderTable(K, K)
+    s = next(n for n in range(10, 200) if holders.holder(host, n) == 0)
+    clock = FakeClock(s + 0.1)
+    gates = []
+    for r in range(K):
+        pc = PhaseClock(r, K, K, 1.0, 0.005)
+        f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
+        g = SlotGate(r, pc, holders, clock, comm.for_rank(r), f, HostTable(), RankCounters())
+        g.update()
+        gates.append(g)
+    for r, g in enumerate(gates):
+        g.hosts[host].work_mask = sum(1 << x for x in (1, 2) if x != r)   # ranks 1 and 2 have work
+
+    def holding():
+        return [r for r, g in enumerate(gates) if g.admit(host)]
+    assert holding() == [0]
+    gates[0].batch_done(host)                        # rank 0: nothing queued here → to the next with work
+    assert holding() == []                           # the lease travels: nobody holds it meanwhile
+    nxt = next(r for r in (1, 2) if comm.inbox.get(r))
+    gates[nxt].take_leases(1000.0)
+    assert holding() == [nxt]
+    gates[nxt].hosts[host].work_mask = 1 << (3 - nxt)   # the other rank still has work
+    gates[nxt].batch_done(host)                      # done too: passed on (a lease holder may)
+    other = 3 - nxt
+    gates[other].take_leases(1000.0)
+    assert holding() == [other]
+    gates[other].hosts[host].work_mask = 1 << nxt
+    gates[other].batch_done(host)                    # back to the rank that passed it: usable again
+    gates[nxt].take_leases(1000.0)
+    assert holding() == [nxt]
+    assert sum(g.counters.handovers for g in gates) == 3 and sum(g.counters.leases for g in gates) == 3
+
+
+def test_a_lease_holds_back_a_batch_already_resting_here():
+    """A batch of the host resting on the receiving rank must not go before the leaser's rest is
+    over (once only new elements waited: a resting batch asked 17 ms after the leaser's request)."""
+    host = "a.test"
+    comm = FakeComm()
+    holders = HolderTable(2, 2)
+    s = next(n for n in range(10, 200) if holders.holder(host, n) == 0)
+    clock = FakeClock(s + 0.1)
+    pc = PhaseClock(1, 2, 2, 1.0, 0.005)
+    f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
+    g = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, HostTable(), RankCounters())
+    g.update()
+    g.hosts[host].next_at = 999.0                        # its own rest is long over
+    comm.inbox[1] = [f"{host}\t{s}\t{clock.shared() + 0.3!r}".encode()]
+    g.take_leases(1000.0)
+    assert g.admit(host)
+    assert g.hosts[host].next_at == pytest.approx(1000.0 + 0.3 + pc.guard_for(1.0))

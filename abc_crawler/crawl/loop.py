@@ -30,7 +30,7 @@ from ..fetcher import Fetcher
 from ..frontier import Frontier
 from ..ownership import Assignment
 from ..phases import HolderTable, PhaseClock, uses_phases
-from ..politeness import MIN_REQUEST_SECONDS, slot_seconds_needed
+from ..politeness import warm_slot_needed
 from ..robots import RobotsCache, decode_shared, encode_shared
 from ..scope import Scope, ScopeRules
 from ..seen import new_fpset
@@ -157,8 +157,8 @@ class RankCrawler:
             n = cfg.n_phases or size
             self.phase_clock = PhaseClock(rank, size, n, phase_seconds_of(cfg), cfg.phase_guard,
                                           error=self.clock.error_bound, warmup=cfg.phase_warmup,
-                                          min_slot=slot_seconds_needed(max(cfg.politeness_delay, cfg.ip_politeness_delay),
-                                                                       cfg.phase_guard, MIN_REQUEST_SECONDS))
+                                          min_slot=warm_slot_needed(max(cfg.politeness_delay, cfg.ip_politeness_delay),
+                                                                    cfg.phase_guard))
             # who holds which host in which slot: built by rank 0 from the assignment and sent
             holders = holders if holders is not None else HolderTable(size, n, assignment.host_pages())
             self.gate = SlotGate(rank, self.phase_clock, holders, self.clock, comm, self.frontier, self.hosts,

@@ -84,10 +84,10 @@ class SlotGate:
         slot = w[0]
         st = self.hosts.get(host)
         if st is not None:
+            if st.released == slot:
+                return False             # handed over (a slot of the table, or a lease passed on)
             if st.lease == slot:
                 return True
-            if st.released == slot:
-                return False
         return h.holder(host, slot) == self.rank
 
     def run_end(self, host: str, slot: int) -> float:
@@ -194,8 +194,7 @@ class SlotGate:
         if w is None or not self.handover or self.holders.exclusive(host) is not None:
             return
         st = self.hosts[host]
-        if (st.work_mask and st.released != w[0] and self.frontier.host_pending(host) == 0
-                and self.holders.holder(host, w[0]) == self.rank):
+        if st.work_mask and self.frontier.host_pending(host) == 0 and self._holds(host, w[0]):
             # the receiver starts after the rest on its own clock: this rank's guard covers its error
             self._hand_over(host, w[0], self._free_at(host))
 
@@ -223,10 +222,15 @@ class SlotGate:
             w = self.window
             if w is not None and slot < w[0]:
                 continue                          # the slot is over
-            self.hosts[host].lease = slot
+            st = self.hosts[host]
+            st.lease = slot
+            if st.released == slot:
+                st.released = None                # the slot came back to this rank (passed on)
             self.counters.leases += 1
-            # the leaser's end plus the rest (and its guard), on its clock; this rank's guard covers ours
+            # the leaser's end plus the rest (and its guard), on its clock; this rank's guard covers ours.
+            # The host's own next start (a batch of it may be resting here) and its scheduling both wait.
             until = now + float(nb) - self.clock.shared() + self.pc.guard_for(self.slot_len)
+            st.next_at = max(st.next_at, until)
             if until > max(now, self.frontier.blocked_until.get(host, 0.0)):
                 self.frontier.block(host, until)
             self.frontier.readmit()
@@ -263,10 +267,18 @@ class SlotGate:
         """Hand over the current slot of ``host`` at once when this rank holds it by the table and has
         nothing for it (long slots would otherwise keep a waiting rank off the host until the next)."""
         w = self.window
-        if (w is None or not self.handover or self.hosts[host].released == w[0] or self._busy(host)
-                or self.holders.holder(host, w[0]) != self.rank):
+        if w is None or not self.handover or self._busy(host) or not self._holds(host, w[0]):
             return
         self._hand_over(host, w[0], self._free_at(host))
+
+    def _holds(self, host: str, slot: int) -> bool:
+        """This rank holds ``host`` in ``slot`` now: by a lease for it, or by the table and not handed
+        over. A lease may be passed on like a slot of the table: each hand-over moves the one token
+        of the slot forward and marks it released here first, so two ranks never hold it at once."""
+        st = self.hosts[host]
+        if st.lease == slot:
+            return st.released != slot
+        return st.released != slot and self.holders.holder(host, slot) == self.rank
 
     def close(self) -> int:
         """At the end of the crawl (collective): the leases still travelling; returns how many."""
