@@ -12,9 +12,9 @@ and the validated config is broadcast.
 
 Examples
 --------
->>> cfg = CrawlConfig.build({"seeds": "seeds.txt", "max_pages": 10})
->>> cfg.max_pages, cfg.superstep_pages
-(10, 256)
+>>> cfg = CrawlConfig.build({"seeds": "seeds.txt", "max_pages": 10, "contact": "https://example.org/bot"})
+>>> cfg.max_pages, cfg.superstep_pages, cfg.user_agent
+(10, 256, 'abc-crawler/0.1.0 (+https://example.org/bot)')
 >>> CrawlConfig.build({"seeds": "s", "superstep_pages": 0})
 Traceback (most recent call last):
 ...
@@ -23,6 +23,7 @@ abc_crawler.exceptions.ConfigError: superstep-pages: must be >= 1, got 0
 from __future__ import annotations
 
 import os
+import re
 
 import dataclasses
 import tomllib
@@ -34,7 +35,7 @@ from .exceptions import ConfigError
 from .ownership import N_BUCKETS
 
 __all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew", "robots_token_of", "config_paths",
-           "phase_seconds_of"]
+           "phase_seconds_of", "contact_kind", "user_agent_has_contact", "default_user_agent", "from_header"]
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_retries", int, 2, "retries of a URL after a timeout, reset or 429/503", 0),
     Setting("retry_backoff_seconds", float, 1.0, "first back-off of a host after a retryable failure (doubles; Retry-After wins, capped at 60 s)", 0.0),
     Setting("host_max_failures", int, 8, "consecutive transport failures after which a host is given up", 1),
-    Setting("user_agent", str, "abc-crawler/0.1", "User-Agent header; robots.txt rules are matched on its product token"),
+    Setting("user_agent", str, None, "User-Agent header (default abc-crawler/VERSION (+CONTACT)); robots.txt rules are matched on its product token"),
     Setting("robots_token", str, None, "product token robots.txt groups are matched on (default: NAME of a '(compatible; NAME/...)' comment of the user agent, else its first product's name)"),
-    Setting("contact", str, None, "an e-mail address sent as the From header of every request, for site operators"),
+    Setting("contact", str, None, "who runs the crawl, for site operators: a URL (http/https) or an e-mail address, put in the default User-Agent as (+CONTACT) and, an e-mail, sent as the From header; required without --resolve unless --user-agent carries one"),
     Setting("robots", bool, True, "obey robots.txt (RFC 9309)"),
     Setting("sitemaps", bool, True, "read the Sitemap lines of robots.txt files and /sitemap.xml of every seed host; their URLs enter the frontier like seeds (not links)"),
     Setting("robots_retry_seconds", float, 5.0, "first back-off after a robots.txt 5xx/timeout (doubles, 3 tries, then the host is given up)", 0.0),
@@ -215,12 +216,54 @@ def clock_skew(spec: str | None, rank: int) -> float:
     return skews.get(rank, 0.0)
 
 
+_EMAIL = re.compile(r"^[^@\s<>()]+@[^@\s<>()]+\.[^@\s<>()]+$")
+_CONTACT_IN_UA = re.compile(r"\+https?://\S+|[^@\s<>()+;]+@[^@\s<>();]+\.[A-Za-z]{2,}")
+
+
+def contact_kind(contact: str | None) -> str | None:
+    """``"url"``, ``"email"`` or None (not a usable contact).
+
+    >>> contact_kind("https://example.org/crawler"), contact_kind("ops@example.org"), contact_kind("me")
+    ('url', 'email', None)
+    """
+    if not contact or any(ord(c) < 32 or ord(c) == 127 for c in contact):
+        return None
+    if re.match(r"^https?://[^\s/]+\.[^\s]*$", contact, re.I):
+        return "url"
+    if _EMAIL.match(contact):
+        return "email"
+    return None
+
+
+def user_agent_has_contact(ua: str) -> bool:
+    """A User-Agent that says whom to contact: a ``+http…`` URL (Heritrix's rule) or an e-mail.
+
+    >>> user_agent_has_contact("Mozilla/5.0 (compatible; MyBot/1.0; +https://bot.example/about)")
+    True
+    >>> user_agent_has_contact("abc-crawler/0.1"), user_agent_has_contact("bot/1 (ops@example.org)")
+    (False, True)
+    """
+    return bool(_CONTACT_IN_UA.search(ua))
+
+
+def default_user_agent(contact: str | None) -> str:
+    """``abc-crawler/VERSION (+CONTACT)`` (without a contact, ``abc-crawler/VERSION``)."""
+    from . import __version__
+
+    return f"abc-crawler/{__version__}" + (f" (+{contact})" if contact else "")
+
+
 def _check_real_web(v: dict) -> None:
     """The settings of real-web crawling that can be checked without reading a file or the environment."""
     from .proxies import check_proxy_url
     from .robots import check_token, robots_token
     from .scope import parse_domains
 
+    contact = v["contact"]
+    if contact is not None and contact_kind(contact) is None:
+        raise ConfigError(f"contact: expected a URL (http:// or https://) or an e-mail address, got {contact!r}")
+    if v["user_agent"] is None:
+        v["user_agent"] = default_user_agent(contact)
     parse_domains(v["allowed_domains"])
     if v["robots_token"] is not None:
         try:
@@ -235,12 +278,20 @@ def _check_real_web(v: dict) -> None:
     ua = v["user_agent"]
     if not ua.strip() or any(ord(c) < 32 or ord(c) == 127 for c in ua):
         raise ConfigError(f"user-agent: must be printable text on one line, got {ua!r}")
-    contact = v["contact"]
-    if contact is not None and ("@" not in contact or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in contact)):
-        raise ConfigError(f"contact: expected an e-mail address (sent as the From header), got {contact!r}")
     proxy = v["proxy"]
     if proxy is not None and proxy.strip().lower() not in ("env", "none", ""):
         check_proxy_url(proxy)
+    if v["resolve"] is None and contact is None and not user_agent_has_contact(ua):
+        raise ConfigError(
+            "contact: a crawl that may reach public addresses (no --resolve) must say who runs it, for the "
+            "operators of the sites it visits: give --contact URL-or-EMAIL (put in the User-Agent, and sent as "
+            f"From when an e-mail), or a --user-agent that carries one (+https://... or an e-mail); got User-Agent "
+            f"{ua!r} and no --contact")
+
+
+def from_header(cfg) -> str | None:
+    """The ``From`` header every request sends: ``--contact`` when it is an e-mail address."""
+    return cfg.contact if contact_kind(cfg.contact) == "email" else None
 
 
 def config_paths(toml_path: str | list[str] | None) -> list[str]:

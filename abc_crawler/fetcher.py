@@ -143,6 +143,7 @@ class Response:
     new_connections: int = 0
     request_headers: list[tuple[str, str]] = field(default_factory=list)
     ip: str = ""                    # the address the answer came from (curl's PRIMARY_IP; WARC-IP-Address)
+    proxied: bool = False           # it went through a proxy (``ip`` is then the proxy's)
 
     _by_name: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -360,6 +361,7 @@ class Fetcher:
         self.multi.remove_handle(c)
         r = t.response
         r.t_end = time.time()
+        r.proxied = bool(t.proxy)
         r.new_connections = c.getinfo(pycurl.NUM_CONNECTS)
         self.connections += r.new_connections
         if errno is None:

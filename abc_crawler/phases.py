@@ -179,16 +179,19 @@ class HolderTable:
         self.default = swrr_sequence(slot_weights({r: 1 for r in range(ranks)}, self.q))
         seqs: dict[tuple, tuple[int, ...]] = {}
         self.table: dict[str, tuple[int, ...]] = {}    # host -> its slot sequence (ranks in slot order)
+        self.pages: dict[str, dict[int, int]] = {}     # host -> its pages per rank (for groups of hosts)
         for host, pages in (host_pages or {}).items():
             w = slot_weights(pages, self.q)
             self.table[host] = seqs.setdefault(w, swrr_sequence(w))
+            self.pages[host] = {int(r): int(n) for r, n in pages.items() if n > 0}
         self._cache: dict[str, tuple[int, tuple[int, ...], frozenset[int]]] = {}
 
     def __getstate__(self):
-        return {"ranks": self.ranks, "q": self.q, "default": self.default, "table": self.table}
+        return {"ranks": self.ranks, "q": self.q, "default": self.default, "table": self.table, "pages": self.pages}
 
     def __setstate__(self, st):
         self.__dict__.update(st)
+        self.__dict__.setdefault("pages", {})
         self._cache = {}
 
     def _entry(self, host: str) -> tuple[int, tuple[int, ...], frozenset[int]]:
@@ -212,6 +215,40 @@ class HolderTable:
     def exclusive(self, host: str) -> int | None:
         """The rank that holds ``host`` in every slot, or None when it is shared."""
         s = self._entry(host)[2]
+        return next(iter(s)) if len(s) == 1 else None
+
+    # -- groups of hosts (hosts sharing an address, abc_crawler/ipgroups.py) ------------------------
+    def group_entry(self, key: str, members: tuple[str, ...]) -> tuple[int, tuple[int, ...], frozenset[int]]:
+        """(key hash, slot sequence, ranks) of a politeness group: one host's own entry, or for
+        several hosts a sequence weighted by their pages summed (hosts the part vector does not know
+        count one page on every rank); the same on every rank for the same members."""
+        if len(members) == 1 and members[0] == key:
+            return self._entry(key)
+        ck = (key, len(members))
+        e = self._cache.get(ck)
+        if e is None:
+            total: dict[int, int] = {}
+            hashed = False
+            for h in members:
+                p = self.pages.get(h)
+                if p is None:
+                    hashed = True
+                    continue
+                for r, n in p.items():
+                    total[r] = total.get(r, 0) + n
+            if hashed:
+                for r in range(self.ranks):
+                    total[r] = total.get(r, 0) + 1
+            seq = swrr_sequence(slot_weights(total, self.q)) if total else self.default
+            e = self._cache[ck] = (host_key(key), seq, frozenset(seq))
+        return e
+
+    def holder_of_group(self, key: str, members: tuple[str, ...], slot: int) -> int:
+        k, seq, _ = self.group_entry(key, members)
+        return seq[(slot + k) % len(seq)]
+
+    def exclusive_group(self, key: str, members: tuple[str, ...]) -> int | None:
+        s = self.group_entry(key, members)[2]
         return next(iter(s)) if len(s) == 1 else None
 
 

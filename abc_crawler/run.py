@@ -405,6 +405,10 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     }
     # issue 28: a crawl that sent nothing with work queued says so
     stats["stall"] = crawler.stall.summary()
+    # issue 30: the hosts' addresses every rank agreed on, and the groups of hosts sharing one
+    stats["politeness"] = {"addresses": summaries[0]["addresses"], "ip_groups": summaries[0]["ip_groups"],
+                           "ip_delay_s": cfg.ip_politeness_delay, "delay_s": cfg.politeness_delay,
+                           "delay_factor": cfg.delay_factor, "phase_seconds": phase_seconds_of(cfg)}
     # issue 29: no silent drops, no silent stop
     stats["dropped"] = dropped_by_limits(links, errors)
     stats["queued_at_stop"] = crawler.queued

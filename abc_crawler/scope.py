@@ -102,6 +102,19 @@ class Scope:
         """
         return [e.split(":", 2)[2].strip("[]") for e in self.curl_resolve]
 
+    def resolved_ips(self) -> dict[str, str]:
+        """Host (as URLs write it: default ports dropped) -> its address in the resolve list (the
+        first line of a host wins); empty without a resolve list.
+
+        >>> Scope.from_lines(["a.test:80:127.0.0.1", "a.test:8080:127.0.0.2", "b.test:443:[::1]"]).resolved_ips()
+        {'a.test': '127.0.0.1', 'a.test:8080': '127.0.0.2', 'b.test': '::1'}
+        """
+        out: dict[str, str] = {}
+        for e in self.curl_resolve:
+            host, port, addr = e.split(":", 2)
+            out.setdefault(host if int(port) in (80, 443) else f"{host}:{port}", addr.strip("[]"))
+        return out
+
     def allows_url(self, url: str) -> bool:
         """True when curl may connect for the canonical http(s) ``url``: its endpoint is listed."""
         slash = url.find("/", url.find("://") + 3)

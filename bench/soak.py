@@ -6,8 +6,8 @@
 
 One large generated web (default 2,000 hosts, 1,000,000 pages, Zipf host sizes; generated once
 under ``$ABC_BENCH_DATA``, about 9.5 GB) served by nginx on loopback, crawled by ``mpiexec -n 8
-abc-crawl --time-limit MINUTES*60`` with every other setting at its default (politeness 0.25 s,
-phase slots, statistics kernels, checkpoints every 10 s, WARC files). The web is larger than the
+abc-crawl --time-limit MINUTES*60`` with every other setting at its default (a politeness delay of
+1 s per request, phase slots, statistics kernels, checkpoints every 10 s, WARC files). The web is larger than the
 crawl can fetch in that time, so the crawl runs for the whole limit and ends with ``"stopped":
 "time-limit"``.
 

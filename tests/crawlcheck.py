@@ -78,8 +78,19 @@ class Served:
         return [json.loads(x) for x in data.decode().splitlines() if x.strip()]
 
 
+def own_addresses(web_dir: Path, first: str = "127.0.2.") -> tuple[Path, list[str]]:
+    """Every host of the web on a loopback address of its own: a resolve file beside the web's
+    (``resolve-own.txt``) and the addresses, for ``serve(..., also=...)``."""
+    lines = (web_dir / "resolve.txt").read_text().split()
+    addrs = [f"{first}{i + 1}" for i in range(len(lines))]
+    out = web_dir / "resolve-own.txt"
+    out.write_text("".join(f"{ln.rsplit(':', 1)[0]}:{a}\n" for ln, a in zip(lines, addrs)))
+    return out, addrs
+
+
 @contextlib.contextmanager
-def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600, latency: float = 0.0):
+def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600, latency: float = 0.0,
+          also: list[str] | tuple[str, ...] = ()):
     """Run ``abc-testweb serve`` in a subprocess (its own core) for the duration of the block;
     yields a :class:`Served`. The access log is always written (``log``, or a new file next to
     ``web_dir``) and is complete once the block has ended (the server exited normally)."""
@@ -90,6 +101,8 @@ def serve(web_dir: Path, log: Path | None = None, max_seconds: int = 600, latenc
            str(ready), "--access-log", str(log)]
     if latency:
         cmd += ["--latency", str(latency)]
+    if also:
+        cmd += ["--also-addr", ",".join(also)]
     proc = subprocess.Popen(cmd)
     clean = False
     try:

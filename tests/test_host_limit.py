@@ -206,3 +206,38 @@ def test_a_host_over_the_limit_gets_exactly_the_limit(gathered, tmp_path, assign
     assert stats["stopped"] == "done"
     last = err.strip().splitlines()[-1]
     assert last == f"abc-crawl: done ({dropped:,} URLs dropped by limits: {dropped:,} over the per-host limit)"
+
+
+@pytest.fixture(scope="module")
+def gathered_on_last(gathered, tmp_path_factory):
+    """The same web, and a part vector that puts the biggest host wholly on the last rank."""
+    web, pv, big, n, n2, requested = gathered
+    urls = sorted(requested)
+    others = sorted({host_of(u) for u in urls} - {big})
+    parts = np.array([K - 1 if host_of(u) == big else others.index(host_of(u)) % (K - 1) for u in urls])
+    vg = SessionGraph.from_urls(urls, ranks=K)
+    vg.url_rank = parts.astype(np.int16)
+    vg.url_status = np.full(len(urls), 200, np.int16)
+    vg.url_bytes = np.full(len(urls), 1000, np.int64)
+    vg.url_superstep = np.zeros(len(urls), np.int32)
+    vg.url_node = np.arange(len(urls), dtype=np.int32)
+    vg.node_url = np.arange(len(urls), dtype=np.int32)
+    pv3 = tmp_path_factory.mktemp("pvlast") / "pv.npz"
+    save_partvec(pv3, make_partvec(vg, parts, K, "page-gp"))
+    return web, pv3, len(requested)
+
+
+def test_the_page_limit_is_shared_by_the_work_each_rank_has(gathered_on_last, tmp_path):
+    """--max-pages under a part vector that leaves the last rank the only one with work at the end:
+    an even split of what is left gave it remaining // ranks, 0 once fewer than the ranks remained,
+    and the crawl could not reach its limit. Shared by the work queued, it ends at exactly the
+    limit, "max-pages"."""
+    web, pv, total = gathered_on_last
+    limit = total - 2
+    session, rows, err = _crawl(web, tmp_path, "maxpages", "--assign", str(pv), "--max-pages", str(limit),
+                                "--stall-seconds", "5")
+    stats = json.loads((session / "stats.json").read_text())
+    assert stats["stopped"] == "max-pages" and stats["requests"] == limit, stats["stop_line"]
+    served = [r for r in rows if r["path"] not in ("/robots.txt",)]
+    assert len(served) == limit
+    assert err.strip().splitlines()[-1].startswith("abc-crawl: stopped at --max-pages with ")

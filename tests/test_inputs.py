@@ -8,7 +8,7 @@ from abc_crawler.scope import Scope, read_seeds, url_endpoint
 
 def test_defaults_and_cli_override(tmp_path):
     toml = tmp_path / "c.toml"
-    toml.write_text('max-pages = 50\nconcurrency = 4\nseeds = "from-toml.txt"\nrobots = false\n')
+    toml.write_text('max-pages = 50\nconcurrency = 4\nseeds = "from-toml.txt"\nrobots = false\ncontact = "ops@example.org"\n')
     cfg = CrawlConfig.build({"seeds": None, "concurrency": "8"}, str(toml))
     assert cfg.seeds == "from-toml.txt"
     assert cfg.max_pages == 50 and cfg.concurrency == 8 and cfg.robots is False

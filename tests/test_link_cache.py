@@ -14,7 +14,7 @@ from abc_crawler.scope import Scope, ScopeRules, UrlFilter
 from abc_crawler.urls import fingerprint
 
 SCOPE = Scope.from_lines(["a.test:80:127.0.0.1", "b.test:8080:127.0.0.1", "a.test:443:127.0.0.1"])
-CFG = CrawlConfig.build({"seeds": "seeds.txt"})
+CFG = CrawlConfig.build({"seeds": "seeds.txt", "contact": "https://example.org/bot"})
 
 
 #: no --allowed-domains or --url-filter; and both (b.test is outside the domain, paths with /e/ filtered out)

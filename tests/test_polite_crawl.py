@@ -9,7 +9,7 @@ from collections import defaultdict
 import pytest
 
 from abc_crawler import watchdog
-from crawlcheck import check_session, crawl_cli, generate, serve
+from crawlcheck import check_session, crawl_cli, generate, own_addresses, serve
 
 K = 4
 
@@ -65,15 +65,17 @@ def _host_rates(rows) -> dict[str, tuple[int, float]]:
 
 @pytest.mark.parametrize("delay", [1.0, 2.0, 5.0])
 def test_each_host_is_fetched_at_its_polite_rate(tmp_path, delay):
-    """Default settings but the delay, 4 ranks, a small web of a few big hosts: the crawl ends, every
+    """Default settings but the delay, 4 ranks, a small web of a few big hosts, each on an address of
+    its own (hosts sharing one are one politeness group: test_ip_groups.py): the crawl ends, every
     page once, no gap below the delay (any ranks), and each busy host runs between half its polite
     rate and that rate."""
     web = tmp_path / "web"
     generate(web, n_hosts=3, n_pages=24 if delay < 5 else 12, seed=30)
+    resolve, addrs = own_addresses(web)
     session = tmp_path / "s"
-    with serve(web, max_seconds=400) as srv:
-        r = crawl_cli(K, web, session, "--politeness-delay", str(delay), "--time-limit", "300", lab=False,
-                      timeout=400)
+    with serve(web, max_seconds=400, also=addrs) as srv:
+        r = crawl_cli(K, web, session, "--politeness-delay", str(delay), "--time-limit", "300",
+                      "--resolve", str(resolve), lab=False, timeout=400)
         rows = srv.rows()
     assert r.returncode == 0, r.stderr[-3000:]
     facts = check_session(web, session, rows)

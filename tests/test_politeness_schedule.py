@@ -54,23 +54,23 @@ def test_rest_after_follows_heritrix_with_crawl_delay_as_a_floor():
 
 
 def test_auto_slots_hold_the_longest_rest_and_short_explicit_slots_are_refused():
-    d = CrawlConfig.build({"seeds": "s"})
+    d = CrawlConfig.build({"seeds": "s", "contact": "ops@example.org"})
     assert d.politeness_delay == 1.0 and d.delay_factor == 2.0 and d.max_delay == 30.0
     L = phase_seconds_of(d)
     rest = longest_rest(d.politeness_delay, d.max_crawl_delay, d.delay_factor, d.max_delay)
     assert L == slot_seconds_needed(rest, d.phase_guard) and L - 2 * d.phase_guard >= rest + MIN_REQUEST_SECONDS
     # the issue's command: a 1 s delay with the slots at their default runs (no 1 s slots any more)
-    assert phase_seconds_of(CrawlConfig.build({"seeds": "s", "politeness_delay": 1.0})) > 1.0
+    assert phase_seconds_of(CrawlConfig.build({"seeds": "s", "contact": "ops@example.org", "politeness_delay": 1.0})) > 1.0
     with pytest.raises(ConfigError, match=r"phase-seconds: 1 s slots cannot hold the longest rest a host may owe \(30 s"):
-        CrawlConfig.build({"seeds": "s", "phase_seconds": 1.0})
+        CrawlConfig.build({"seeds": "s", "contact": "ops@example.org", "phase_seconds": 1.0})
     with pytest.raises(ConfigError, match="phase-seconds: 0.5 s slots cannot hold.*give at least 0.61"):
-        CrawlConfig.build({"seeds": "s", "phase_seconds": 0.5, "politeness_delay": 0.58, "max_crawl_delay": 0.1,
+        CrawlConfig.build({"seeds": "s", "contact": "ops@example.org", "phase_seconds": 0.5, "politeness_delay": 0.58, "max_crawl_delay": 0.1,
                            "delay_factor": 0.0, "ip_politeness_delay": 0.0})
-    ok = CrawlConfig.build({"seeds": "s", "phase_seconds": 0.5, "politeness_delay": 0.3, "max_crawl_delay": 0.1,
+    ok = CrawlConfig.build({"seeds": "s", "contact": "ops@example.org", "phase_seconds": 0.5, "politeness_delay": 0.3, "max_crawl_delay": 0.1,
                             "delay_factor": 0.0, "ip_politeness_delay": 0.0, "max_delay": 0.3})
     assert phase_seconds_of(ok) == 0.5
     # max-delay caps the adaptive part only: the politeness delay stays a floor above it
-    low = CrawlConfig.build({"seeds": "s", "politeness_delay": 2.0, "max_delay": 1.0})
+    low = CrawlConfig.build({"seeds": "s", "contact": "ops@example.org", "politeness_delay": 2.0, "max_delay": 1.0})
     assert rest_after(10.0, delay=low.politeness_delay, crawl_delay=0.0, factor=low.delay_factor,
                       max_delay=low.max_delay) == 2.0
 
@@ -226,6 +226,29 @@ def test_simulated_schedule_keeps_every_rest_never_overlaps_and_never_starves(K,
         assert s2 - e1 <= rest1 + L + 3 * guard + 2 * dt, (r1, r2, e1, s2, rest1)   # no starving
 
 
+@settings(max_examples=40, deadline=None)
+@given(K=st.integers(2, 4), ratio=st.floats(0.05, 20.0), seed=st.integers(0, 10_000), shared=st.booleans())
+def test_auto_slots_keep_the_schedule_whatever_the_ratio_of_delay_to_slot(K, ratio, seed, shared):
+    """Issue 28 asked for any delay / slot ratio from 0.05 to 20 (1 s slots): with --phase-seconds
+    auto the slot follows the longest rest (here the delay), so the same properties hold — no two
+    ranks at once, every rest kept, the next request within the rest plus one slot."""
+    rng = random.Random(seed)
+    guard = 0.01
+    delay = ratio * 1.0
+    L = max(1.0, slot_seconds_needed(delay, guard))
+    shares = None if shared else {r: rng.randint(1, 9) for r in rng.sample(range(K), rng.randint(2, K))}
+    errs = [rng.uniform(-1, 1) * guard for _ in range(K)]
+    durations = [rng.choice([0.001, 0.01, 0.05]) for _ in range(20)]
+    dt = L / 200
+    reqs = simulate(K, shares, L, guard, errs, delay, 0.0, delay, durations, slots=10, dt=dt)
+    assert len(reqs) >= 5
+    reqs.sort(key=lambda x: x[1])
+    for (r1, s1, e1, rest1), (r2, s2, e2, _) in zip(reqs, reqs[1:]):
+        assert s2 >= e1 - 1e-9
+        assert s2 - e1 >= rest1 - 1e-9
+        assert s2 - e1 <= rest1 + L + 3 * guard + 2 * dt
+
+
 def test_the_issue_28_ratio_stalled_without_slots_that_hold_the_rest():
     """Control: the same simulation with a rest longer than a slot's usable part sends nothing (the
     stall of issue 28) — why such slots are refused at start and auto slots hold the longest rest."""
@@ -241,7 +264,7 @@ def test_the_issue_28_ratio_stalled_without_slots_that_hold_the_rest():
 
 # -- the batch runner ------------------------------------------------------------------------------------------
 def _runner(gate, clock, f, hosts, delay, factor=0.0, max_delay=None):
-    cfg = SimpleNamespace(politeness_delay=delay, concurrency=4, active_hosts=8, delay_factor=factor,
+    cfg = SimpleNamespace(politeness_delay=delay, concurrency=4, active_hosts=8, delay_factor=factor, ip_politeness_delay=0.0,
                           max_delay=delay if max_delay is None else max_delay)
     robots = SimpleNamespace(get=lambda host: SimpleNamespace(crawl_delay=0.0, state="ready"),
                              needs_fetch=lambda h, now: False, allowed=lambda h, u: True)
@@ -259,7 +282,7 @@ def _answer(runner, b, now, took):
     """The answer of the batch's request in flight arrives at ``now`` after ``took`` seconds."""
     runner.frontier.complete(b.current)
     b.current = None
-    r = SimpleNamespace(t_start=0.0, t_end=took)
+    r = SimpleNamespace(t_start=0.0, t_end=took, ip="", proxied=False)
     runner._rested(b, r, now)
 
 

@@ -43,7 +43,8 @@ def _sandbox_or_skip():
 
 def _crawl_argv(ranks: int, seeds: Path, session: Path, *extra: str) -> list[str]:
     return [MPIEXEC, "-n", str(ranks), str(BIN / "abc-crawl"), str(seeds), *LAB, "--session-dir", str(session),
-            "--politeness-delay", "0", "--progress-seconds", "5", "--test-rank-header", *extra]
+            "--politeness-delay", "0", "--progress-seconds", "5", "--test-rank-header",
+            "--contact", "https://abc.test/about", *extra]
 
 
 def _robots_texts(m: dict) -> dict:
@@ -501,3 +502,44 @@ def test_max_depth_counts_links_from_a_seed_across_ranks(tmp_path):
     assert u("c0.test", "/p2.xhtml") in {g.urls[i] for i in g.node_url}
     assert _stats(tmp_path / "s3")["links"]["out_of_scope_depth"] == 1
     assert _stats(tmp_path / "s2")["links"]["out_of_scope_depth"] == 1
+
+
+def test_without_resolve_hosts_on_one_address_become_one_group_across_ranks(names_web, tmp_path):
+    """No --resolve: the ranks learn each host's address from their first request to it, agree on
+    it at the next exchange, and from then on hosts on one address are spaced by the IP delay
+    whichever ranks ask them (before that, only each rank's own spacing holds: the docs say so).
+    The control, the same crawl without the IP delay, fails the same check."""
+    _sandbox_or_skip()
+    web, m = names_web
+
+    def crawl(name, ip_delay):
+        log = tmp_path / f"{name}.log"
+        session = tmp_path / name
+        res = run_sandboxed({"hosts": _hostnames(m), "web": str(web), "serve_args": ["--access-log", str(log)],
+                             "crawl": _crawl_argv(K_IP, web / "seeds.txt", session, "--allow-private-addresses",
+                                                  "--allowed-domains", "test", "--ip-politeness-delay", ip_delay),
+                             "timeout": 180}, tmp_path / f"box-{name}")
+        assert res["returncode"] == 0, res["stderr"][-3000:]
+        check_session(web, session, log)
+        return _stats(session), read_log(log)
+
+    def late_gaps(rows, wait=2.0):
+        """Gaps between consecutive requests to the one address, from ``wait`` s after every host had
+        its first request (its address was learnt and agreed by then)."""
+        firsts = {}
+        for r in sorted(rows, key=lambda r: r["t_start"]):
+            firsts.setdefault(r["host"], r["t_start"])
+        after = max(firsts.values()) + wait
+        rs = sorted((r for r in rows if r["t_write"] is not None), key=lambda r: r["t_start"])
+        return [b["t_start"] - a["t_write"] for a, b in zip(rs, rs[1:]) if b["t_start"] >= after]
+
+    st, rows = crawl("grouped", "0.05")
+    assert st["politeness"]["addresses"] == len(m["hosts"]) and st["politeness"]["ip_groups"] == 1
+    gaps = late_gaps(rows)
+    assert len(gaps) > 50 and min(gaps) >= 0.05 - 0.002, sorted(gaps)[:5]
+    st0, rows0 = crawl("control", "0")
+    assert st0["politeness"]["ip_groups"] == 0
+    assert min(late_gaps(rows0, wait=0.0)) < 0.05 - 0.002     # (it ends within 2 s: no late window)
+
+
+K_IP = 4

@@ -176,7 +176,7 @@ def test_url_lines_written_before_depth_and_sitemaps_read_the_same():
 # -- settings ------------------------------------------------------------------------------------
 
 def _build(**kw):
-    return CrawlConfig.build({"seeds": "s.txt", **kw})
+    return CrawlConfig.build({"seeds": "s.txt", "contact": "ops@example.org", **kw})
 
 
 def test_settings_of_real_web_crawling_are_checked():
@@ -192,12 +192,31 @@ def test_settings_of_real_web_crawling_are_checked():
     assert _build(proxy="env").proxy == "env" and _build(contact="ops@example.org").contact == "ops@example.org"
 
 
+def test_the_open_web_needs_a_contact_and_the_default_user_agent_carries_it():
+    """Without --resolve the crawl may reach public addresses: it refuses to start without a way
+    for site operators to reach whoever runs it (exit status 2 from the CLI, naming --contact)."""
+    def build(**kw):
+        return CrawlConfig.build({"seeds": "s.txt", **kw})
+    with pytest.raises(ConfigError, match=r"contact: a crawl that may reach public addresses \(no --resolve\).*--contact"):
+        build()
+    with pytest.raises(ConfigError, match="give --contact"):
+        build(user_agent="MyBot/1.0")
+    assert build(user_agent="Mozilla/5.0 (compatible; MyBot/1.0; +https://bot.example/about)").contact is None
+    assert build(user_agent="MyBot/1.0 (ops@bot.example)").user_agent == "MyBot/1.0 (ops@bot.example)"
+    cfg = build(contact="https://bot.example/about")
+    assert cfg.user_agent.startswith("abc-crawler/") and cfg.user_agent.endswith(" (+https://bot.example/about)")
+    from abc_crawler.config import from_header
+    assert from_header(cfg) is None and from_header(build(contact="ops@bot.example")) == "ops@bot.example"
+    with pytest.raises(ConfigError, match="contact: expected a URL"):
+        build(contact="ftp://bot.example/")
+
+
 def _crawl(tmp_path, *args, timeout=60):
     seeds = tmp_path / "seeds.txt"
     if not seeds.exists():
         seeds.write_text("http://a.test/\n")
     cmd = [str(BIN / "mpiexec"), "-n", "2", str(BIN / "abc-crawl"), str(seeds), *LAB, "--session-dir",
-           str(tmp_path / "s"), *args]
+           str(tmp_path / "s"), "--contact", "https://abc.test/about", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
@@ -228,5 +247,16 @@ def test_proxy_env_with_an_unusable_variable_ends_with_status_2(tmp_path):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://a.test/\n")
     r = subprocess.run([str(BIN / "mpiexec"), "-n", "1", str(BIN / "abc-crawl"), str(seeds), *LAB, "--session-dir",
-                        str(tmp_path / "s"), "--proxy", "env"], capture_output=True, text=True, timeout=60, env=env)
+                        str(tmp_path / "s"), "--contact", "https://abc.test/about", "--proxy", "env"],
+                       capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 2 and "proxy env: https_proxy: scheme 'gopher' not supported" in r.stderr, r.stderr
+
+
+def test_a_crawl_of_the_open_web_without_a_contact_exits_2_naming_it(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://a.test/\n")
+    r = subprocess.run([str(BIN / "mpiexec"), "-n", "1", str(BIN / "abc-crawl"), str(seeds), "--session-dir",
+                        str(tmp_path / "s")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--contact" in r.stderr, r.stderr
+    assert [x for x in r.stderr.splitlines() if x.startswith("abc-crawl:")][0].startswith("abc-crawl: contact: ")
+    assert not (tmp_path / "s").exists()

@@ -12,6 +12,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from ..fetcher import Fetcher, Response
+from ..ipgroups import Groups
 from ..politeness import rest_after
 from ..frontier import Element, Frontier
 from ..robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
@@ -48,6 +49,7 @@ class Batch:
     started: float = 0.0          # monotonic time the request in flight started
     asked: int = 0                # requests sent (pages, robots.txt, sitemap files)
     robots_next: str | None = None   # the next hop of a robots.txt redirect chain, asked after the rest
+    addr: str | None = None       # the address the request in flight is spaced by (IP delay)
 
 
 class BatchRunner:
@@ -55,8 +57,12 @@ class BatchRunner:
 
     def __init__(self, cfg, frontier: Frontier, fetcher: Fetcher, robots: RobotsCache, gate: SlotGate | None,
                  hosts: HostTable, counters: RankCounters, pages: PageProcessor, router: Router, clock,
-                 may_request, share_robots: bool, own_hosts: frozenset[str], links: LinkClassifier):
+                 may_request, share_robots: bool, own_hosts: frozenset[str], links: LinkClassifier,
+                 groups: Groups | None = None):
         self.cfg = cfg
+        # hosts sharing an address: one spacing for the address (--ip-politeness-delay), its groups
+        self.groups = groups if groups is not None else Groups(0.0)
+        self._ip_wait: dict[str, list[str]] = {}   # address -> hosts whose batch waits for it
         self.links = links
         self.frontier = frontier
         self.fetcher = fetcher
@@ -168,6 +174,36 @@ class BatchRunner:
         self._seq += 1
         heapq.heappush(self._due, (at, self._seq, b.host))
 
+    def _submit(self, b: Batch, key, url: str, limit: float | None, headers=()) -> None:
+        """Send a request of ``b``; its address is busy until the answer (no other host of it is asked
+        meanwhile, on this rank)."""
+        if b.addr is not None:
+            self.groups.next_at[b.addr] = float("inf")
+        self.fetcher.submit(key, url, timeout=limit, headers=headers)
+
+    def _wait_address(self, b: Batch, addr: str) -> None:
+        """``b`` waits for its address: until the rest after its last request, or — while a request
+        to it is in flight — until that answer comes."""
+        t = self.groups.next_at[addr]
+        if t == float("inf"):
+            self._ip_wait.setdefault(addr, []).append(b.host)
+        else:
+            self._wake(b, t)
+
+    def _address_done(self, b: Batch, r: Response, now: float) -> None:
+        """The answer of ``b``'s request: its address rests ``--ip-politeness-delay`` (from here), the
+        batches waiting for it are woken then; the address connected to is learnt."""
+        if r.ip and not r.proxied:               # through a proxy the address is the proxy's
+            self.groups.learn(b.host, r.ip)
+        addr, b.addr = b.addr, None
+        if addr is None:
+            return
+        t = self.groups.next_at[addr] = now + self.cfg.ip_politeness_delay
+        for host in self._ip_wait.pop(addr, ()):
+            w = self.batches.get(host)
+            if w is not None and w.current is None and not w.robots:
+                self._wake(w, max(t, w.next_at))
+
     def _rest(self, host: str, seconds: float) -> float:
         """The host's rest after a request that took ``seconds`` (:func:`abc_crawler.politeness.rest_after`)."""
         cfg = self.cfg
@@ -197,15 +233,21 @@ class BatchRunner:
         if st.next_at > now and (b.todo or b.robots_next is not None):
             self._wake(b, st.next_at)            # the host's rest after this rank's last request
             return
+        addr = self.groups.spacing_address(host)
+        if addr is not None and (b.todo or b.robots_next is not None) and self.groups.next_at.get(addr, 0.0) > now:
+            self._wait_address(b, addr)          # another host of its address is asked or resting
+            return
         if b.robots_next is not None and self._robots_hop(b, now):
             return
         limit = full = None
         if self.gate is not None:
-            limit, full = self.gate.request_limit(host, max(self.cfg.politeness_delay, h.crawl_delay))
+            limit, full = self.gate.request_limit(
+                host, max(self.cfg.politeness_delay, h.crawl_delay, self.cfg.ip_politeness_delay))
             if limit == 0.0:
                 self._end_unheld(b, now)
                 return
         self._stamp(b, limit, full, now)
+        b.addr = addr
         if h.state == "dead" or st.dead:
             kind = "host_unreachable" if st.dead else h.reason   # e.g. robots_unavailable, address_refused
             for idx in b.todo:
@@ -219,7 +261,7 @@ class BatchRunner:
                 prefix = url0[: url0.index("/", url0.index("://") + 3)]
                 b.robots = True
                 b.asked += 1
-                self.fetcher.submit(("robots", host), robots_url(prefix), timeout=limit)
+                self._submit(b, ("robots", host), robots_url(prefix), limit)
                 return
         elif h.state != "ready":           # retry pending: give the URLs back, try later
             self._give_back(b)
@@ -239,13 +281,13 @@ class BatchRunner:
                 b.sitemap = idx
                 b.robots = True
                 b.asked += 1
-                self.fetcher.submit(("sitemap", host), url, timeout=limit)
+                self._submit(b, ("sitemap", host), url, limit)
                 return
             b.current = idx
             b.asked += 1
             self.counters.requests += 1
             # a URL the previous session stored is asked conditionally (If-None-Match / If-Modified-Since)
-            self.fetcher.submit(("page", host), url, timeout=limit, headers=(
+            self._submit(b, ("page", host), url, limit, headers=(
                 self.previous.conditional_headers(fingerprint(url)) if self.previous is not None else ()))
             return
         # batch done: the element rests in TIMEWAIT what is left of the host's rest
@@ -276,6 +318,7 @@ class BatchRunner:
     def on_answer(self, r: Response, now: float) -> None:
         kind, host = r.key
         b = self.batches[host]
+        self._address_done(b, r, now)
         cut = (r.error == "timeout" and b.deadline is not None
                and self.clock.shared() >= b.deadline - 0.005 and r.t_end - r.t_start < self.cfg.timeout)
         cause = None
@@ -385,16 +428,17 @@ class BatchRunner:
         host = b.host
         limit = full = None
         if self.gate is not None:
-            limit, full = self.gate.request_limit(host, self.cfg.politeness_delay)
+            limit, full = self.gate.request_limit(host, max(self.cfg.politeness_delay, self.cfg.ip_politeness_delay))
             if limit == 0.0:                     # the slot is over: ask again in the host's next slot
                 b.robots_next = None
                 self.robots.forget(host)
                 return False
         b.robots_next = None
         self._stamp(b, limit, full, now)
+        b.addr = self.groups.spacing_address(host)
         b.robots = True
         b.asked += 1
-        self.fetcher.submit(("robots", host), nxt, timeout=limit)
+        self._submit(b, ("robots", host), nxt, limit)
         return True
 
     def _on_sitemap(self, b: Batch, r: Response, cause: str | None, now: float) -> None:

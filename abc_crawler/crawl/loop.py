@@ -21,13 +21,14 @@ import numpy as np
 from ..checkpoint import CheckpointLog, Journal
 from ..clock import SharedClock, estimate_offset
 from ..addresses import AddressPolicy
-from ..config import CrawlConfig, clock_skew, phase_seconds_of, robots_token_of
+from ..config import CrawlConfig, clock_skew, from_header, phase_seconds_of, robots_token_of
 from ..coordinator import Coordinator
 from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from ..dashboard.vitals import VitalsSender, top_hosts
 from ..exchange import Communicator
 from ..fetcher import Fetcher
 from ..frontier import Frontier
+from ..ipgroups import Groups
 from ..ownership import Assignment
 from ..phases import HolderTable, PhaseClock, uses_phases
 from ..politeness import warm_slot_needed
@@ -138,7 +139,7 @@ class RankCrawler:
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
                                rank=rank, max_connections=max(cfg.concurrency, cfg.active_hosts),
                                addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
-                               proxies=proxies, ca=ca, contact=cfg.contact, rank_header=cfg.test_rank_header)
+                               proxies=proxies, ca=ca, contact=from_header(cfg), rank_header=cfg.test_rank_header)
         self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots,
                                   max_crawl_delay=cfg.max_crawl_delay)
         # the validators of every page stored (validators.npz at the end; the next session's --previous)
@@ -151,6 +152,8 @@ class RankCrawler:
         self.quotas = HostQuotas(cfg.max_pages_per_host, rank, size, assignment.site_level)
         self.router = Router(rank, size, self.frontier, self.seen, counters, self.hosts, self.quotas,
                              track_depth=cfg.max_depth is not None)
+        # hosts sharing an address are one politeness group, agreed by every rank (abc_crawler/ipgroups.py)
+        self.groups = Groups(cfg.ip_politeness_delay, resolved=scope.resolved_ips())
         self.phase_clock: PhaseClock | None = None
         self.gate: SlotGate | None = None
         if uses_phases(cfg.phases, assignment.site_level, size):
@@ -163,7 +166,7 @@ class RankCrawler:
             holders = holders if holders is not None else HolderTable(size, n, assignment.host_pages())
             self.gate = SlotGate(rank, self.phase_clock, holders, self.clock, comm, self.frontier, self.hosts,
                                  counters, handover=cfg.slot_handover, delay_factor=cfg.delay_factor,
-                                 max_delay=cfg.max_delay)
+                                 max_delay=cfg.max_delay, groups=self.groups)
         pages = PageProcessor(self.warc, self.links, counters, max_redirects=cfg.max_redirects,
                               max_inflated_bytes=cfg.max_inflated_bytes, previous=previous,
                               validators=self.validators)
@@ -172,7 +175,7 @@ class RankCrawler:
         share = size > 1 and not assignment.site_level and cfg.robots
         self.runner = BatchRunner(cfg, self.frontier, self.fetcher, self.robots, self.gate, self.hosts, counters,
                                   pages, self.router, self.clock, self.may_request, share,
-                                  assignment.exclusive_hosts(rank), self.links)
+                                  assignment.exclusive_hosts(rank), self.links, groups=self.groups)
         self.budget: int | None = None if cfg.max_pages is None else budget_share(cfg.max_pages, size, rank)
         self.superstep = 0
         self.t0 = time.monotonic()
@@ -320,19 +323,21 @@ class RankCrawler:
                 self.router.receive(data)
         now = time.monotonic()
         admitted = lambda host: self.hosts[host].admitted  # noqa: E731
-        stall_parts = []
+        stall_parts, addresses = [], []
         for src, data in enumerate(ex.shared_in):
             if not data:
                 continue
-            robots, work, quota, stall = unframe(data, 4)
+            robots, work, quota, stall, addr = unframe(data, 5)
             self.quotas.receive(src, quota, admitted)     # this rank's own report too
             stall_parts.append(stall)
+            addresses.append(addr)
             if src != self.rank:
                 for host, st, body in decode_shared(robots):
                     self.robots.adopt(host, st, body, now)
                 if work and self.gate is not None:
                     self.gate.receive_work(src, work)
         self.router.settle_quotas()
+        self.groups.agree(addresses)                      # the same groups on every rank, from now on
         self.stall.judge(int(ex.status[_S["asked"]]), int(ex.status[_S["work"]]), int(ex.status[_S["stall"]]),
                          stall_parts)
         self._rank0(self.superstep, ex.reports)
@@ -369,7 +374,7 @@ class RankCrawler:
             shared = frames(encode_shared(runner.robots_out) if runner.robots_out else b"",
                             self.gate.announce() if self.gate is not None else b"",
                             self.quotas.report(lambda host: self.hosts[host].admitted),
-                            self.stall.part())
+                            self.stall.part(), self.groups.announce())
             runner.robots_out = []
             g = self._exchange(status, shared)
             r0 = self.rank0
@@ -479,4 +484,6 @@ class RankCrawler:
             "warc_revisits": self.warc.revisits, "bytes_decoded": c.bytes_decoded, "sitemaps": dict(c.sitemaps),
             "robots_redirects": self.robots.redirects, "refused_connections": self.fetcher.refused,
             "warc_files": self.warc.files,
+            "addresses": len(self.groups.ip_of),
+            "ip_groups": sum(1 for hosts in self.groups.hosts_of.values() if len(hosts) > 1 and self.groups.active),
         }

@@ -9,6 +9,12 @@ announcements; a holder with nothing queued for a host hands it over as soon as 
 another rank's work (not only at the next slot). A rank that never holds the host's slot by the
 table may contact it only under a lease for that slot.
 
+The unit held is a *politeness group* (:mod:`abc_crawler.ipgroups`): the hosts that share an IP
+address, or a host alone. Admission, leases and hand-overs are per group; work is announced per
+host, and a group has work somewhere when one of its hosts has. While a host moves into a group
+(an agreed change, until the next exchange) this rank contacts it only in slots where it holds
+both its old group and the new one.
+
 The rest across a change of holder (:mod:`abc_crawler.politeness`): a holder leaves the host
 rested when its run of held slots ends. :meth:`SlotGate.request_limit` gives a request only the
 time that leaves room for the rest it will owe before the run's usable end (0: it must not start,
@@ -21,6 +27,7 @@ from __future__ import annotations
 import time
 
 from ..frontier import FETCHING
+from ..ipgroups import Groups
 from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause
 from ..politeness import request_budget, start_threshold
 from .counters import RankCounters
@@ -38,22 +45,37 @@ class SlotGate:
 
     def __init__(self, rank: int, phase_clock: PhaseClock, holders: HolderTable, clock, comm, frontier,
                  hosts: HostTable, counters: RankCounters, handover: bool = True, delay_factor: float = 0.0,
-                 max_delay: float = 0.0):
+                 max_delay: float = 0.0, groups: Groups | None = None):
         self.rank = rank
         self.factor = delay_factor       # the adaptive rest (--delay-factor, --max-delay) a request may owe
         self.max_delay = max_delay
-        self._runs: dict[str, tuple[int, float]] = {}    # host -> (slot, usable end of this rank's run from it)
+        self.groups = groups if groups is not None else Groups(0.0)
+        self._runs: dict[str, tuple[int, int, float]] = {}   # group -> (slot, version, usable end of the run)
         self.pc = phase_clock
         self.holders = holders
         self.clock = clock
         self.comm = comm
         self.frontier = frontier
-        self.hosts = hosts
+        self.hosts = hosts               # per host, and per group key: a group's lease and release
         self.counters = counters
         self.handover = handover
         self.window: tuple[int, float, float] | None = None   # (slot, usable start, usable end)
         self.slot_len = phase_clock.phase_seconds              # length of the window's slot
-        self.give: set[str] = set()      # hosts others announced work for and this rank had none
+        self.give: set[str] = set()      # groups others announced work for and this rank had none
+
+    # -- groups ----------------------------------------------------------------------------
+    def _members(self, key: str) -> tuple[str, ...]:
+        return self.groups.members(key)
+
+    def _table_holder(self, key: str, slot: int) -> int:
+        return self.holders.holder_of_group(key, self._members(key), slot)
+
+    def _exclusive(self, host: str) -> bool:
+        """``host`` is contacted by this rank alone (its group's pages all here): never gated."""
+        key = self.groups.group(host)
+        if self.groups.previous(host) is not None:
+            return False
+        return self.holders.exclusive_group(key, self._members(key)) is not None
 
     # -- admission ---------------------------------------------------------------------
     def update(self) -> tuple[int, float, float] | None:
@@ -72,40 +94,57 @@ class SlotGate:
                 self._new_slot(w[0])
         return w
 
-    def admit(self, host: str) -> bool:
-        """May this rank contact ``host`` now: its own host, or it holds the host in this slot (by
-        the holder table and not handed over, or by a lease handed to it for this slot)."""
-        h = self.holders
-        if h.exclusive(host) is not None:
-            return True
-        w = self.window
-        if w is None:
-            return False
-        slot = w[0]
-        st = self.hosts.get(host)
+    def _holds_key(self, key: str, slot: int) -> bool:
+        """This rank holds the group ``key`` in ``slot``: by a lease for it, or by the table and not
+        handed over. A lease may be passed on like a slot of the table: each hand-over moves the
+        one token of the slot forward and marks it released here first, so two ranks never hold it
+        at once."""
+        st = self.hosts.get(key)
         if st is not None:
             if st.released == slot:
                 return False             # handed over (a slot of the table, or a lease passed on)
             if st.lease == slot:
                 return True
-        return h.holder(host, slot) == self.rank
+        return self._table_holder(key, slot) == self.rank
+
+    def admit(self, host: str) -> bool:
+        """May this rank contact ``host`` now: its own host, or it holds the host's group in this
+        slot (and, while the host moves into a group, its previous group too)."""
+        if self._exclusive(host):
+            return True
+        w = self.window
+        if w is None:
+            return False
+        slot = w[0]
+        if not self._holds_key(self.groups.group(host), slot):
+            return False
+        prev = self.groups.previous(host)
+        return prev is None or self._holds_key(prev, slot)
 
     def run_end(self, host: str, slot: int) -> float:
-        """Shared time at which this rank's run of held slots of ``host``, from ``slot`` (held now),
-        stops being usable: the end of the last consecutive slot it holds by the table (the current
-        one may be held by a lease), less its guard band."""
-        cached = self._runs.get(host)
-        if cached is not None and cached[0] == slot:
-            return cached[1]
-        hold = self.holders.holder
+        """Shared time at which this rank's run of held slots of ``host``'s group, from ``slot`` (held
+        now), stops being usable: the end of the last consecutive slot it holds by the table (the
+        current one may be held by a lease), less its guard band; while the host moves into a
+        group, the earlier of the two groups' runs."""
+        ends = [self._run_end(self.groups.group(host), slot)]
+        prev = self.groups.previous(host)
+        if prev is not None:
+            ends.append(self._run_end(prev, slot))
+        return min(ends)
+
+    def _run_end(self, key: str, slot: int) -> float:
+        version = self.groups.version
+        cached = self._runs.get(key)
+        if cached is not None and cached[0] == slot and cached[1] == version:
+            return cached[2]
         n = slot
         for _ in range(self.holders.q):
-            if hold(host, n + 1) != self.rank:
+            if self._table_holder(key, n + 1) != self.rank:
                 break
             n += 1
         a, b = self.pc.bounds(n)
         end = b - self.pc.guard_for(b - a)
-        self._runs[host] = (slot, end)
+        self._runs[key] = (slot, version, end)
         return end
 
     def request_limit(self, host: str, base: float = 0.0) -> tuple[float | None, float | None]:
@@ -113,9 +152,9 @@ class SlotGate:
         seconds one would get at the start of the current slot's usable window. ``(None, None)``: a
         host only this rank contacts (no limit beyond the timeout); limit 0: must not start (not
         held now, or too little of the run left for a request and the rest it would owe, ``base``
-        = max(politeness delay, Crawl-delay) plus the adaptive part; the host waits for its next
-        held slot)."""
-        if self.holders.exclusive(host) is not None:
+        = max(politeness delay, Crawl-delay, IP delay) plus the adaptive part; the host waits for
+        its next held slot)."""
+        if self._exclusive(host):
             return None, None
         w = self.update()
         if w is None or not self.admit(host):
@@ -155,99 +194,126 @@ class SlotGate:
         return cause
 
     # -- hand-over -----------------------------------------------------------------------
-    def _new_slot(self, slot: int) -> None:
-        """At the start of a slot: hand over the hosts this rank holds now but has nothing queued
-        for, when another rank announced work for them."""
-        if not self.give or not self.handover:
-            return
-        hold = self.holders.holder
-        for host in list(self.give):
-            st = self.hosts[host]
-            if self.frontier.host_pending(host) > 0 or not st.work_mask:
-                self.give.discard(host)
-            elif hold(host, slot) == self.rank and not self._busy(host):
-                self._hand_over(host, slot, self._free_at(host))
+    def _others_work(self, key: str) -> int:
+        """Ranks (a bit each) that announced work for a host of the group."""
+        mask = 0
+        for h in self._members(key):
+            st = self.hosts.get(h)
+            if st is not None:
+                mask |= st.work_mask
+        return mask
+
+    def _idle_here(self, key: str) -> bool:
+        """Nothing of the group queued or in flight on this rank, and no member moving into a group."""
+        for h in self._members(key):
+            if self.frontier.host_pending(h) > 0 or self._busy(h) or self.groups.previous(h) is not None:
+                return False
+        return True
 
     def _busy(self, host: str) -> bool:
         """A request of this rank to ``host`` may be in flight (its batch is being fetched)."""
         e = self.frontier.by_host.get(host)
         return e is not None and e.state == FETCHING
 
-    def _free_at(self, host: str) -> float:
-        """Shared time from which another rank may contact ``host`` after this rank's requests: its
-        own next allowed start (the last request's end plus the rest), plus this rank's guard (its
-        clock may err by that much)."""
-        shared = self.clock.shared()
-        wait = max(0.0, self.hosts[host].next_at - time.monotonic())
-        return shared + wait + self.pc.guard_for(self.slot_len)
+    def _free_at(self, key: str) -> float:
+        """Shared time from which another rank may contact the group after this rank's requests:
+        the latest next allowed start of its hosts here (the last request's end plus the rest) and of
+        its address, plus this rank's guard (its clock may err by that much)."""
+        mono = time.monotonic()
+        wait = 0.0
+        for h in self._members(key):
+            st = self.hosts.get(h)
+            if st is not None:
+                wait = max(wait, st.next_at - mono)
+            ip = self.groups.address(h)
+            if ip is not None:
+                wait = max(wait, self.groups.next_at.get(ip, 0.0) - mono)
+        return self.clock.shared() + wait + self.pc.guard_for(self.slot_len)
+
+    def _new_slot(self, slot: int) -> None:
+        """At the start of a slot: hand over the groups this rank holds now but has nothing queued
+        for, when another rank announced work for them."""
+        if not self.give or not self.handover:
+            return
+        for key in list(self.give):
+            if not self._others_work(key):
+                self.give.discard(key)
+            elif self._idle_here(key):
+                if self._holds_key(key, slot):
+                    self._hand_over(key, slot, self._free_at(key))
+            elif any(self.frontier.host_pending(h) > 0 for h in self._members(key)):
+                self.give.discard(key)
 
     def tick(self) -> None:
         """A rank with nothing to fetch still follows the slots while it waits for an exchange, so
-        that it hands over the hosts it holds."""
+        that it hands over the groups it holds."""
         if self.give:
             self.update()
 
     def batch_done(self, host: str) -> None:
-        """This rank ended a batch of ``host``: when nothing more is queued here and another rank
-        announced work for it, the rest of the slot (after the host's rest) is theirs."""
+        """This rank ended a batch of ``host``: when nothing more of its group is queued here and
+        another rank announced work for it, the rest of the slot (after the rests) is theirs."""
         w = self.window
-        if w is None or not self.handover or self.holders.exclusive(host) is not None:
+        if w is None or not self.handover or self._exclusive(host):
             return
-        st = self.hosts[host]
-        if st.work_mask and self.frontier.host_pending(host) == 0 and self._holds(host, w[0]):
+        key = self.groups.group(host)
+        if self._others_work(key) and self._idle_here(key) and self._holds_key(key, w[0]):
             # the receiver starts after the rest on its own clock: this rank's guard covers its error
-            self._hand_over(host, w[0], self._free_at(host))
+            self._hand_over(key, w[0], self._free_at(key))
 
-    def _hand_over(self, host: str, slot: int, not_before: float) -> bool:
-        """Give this slot of ``host`` to the next holder in its sequence that announced work; this
-        rank keeps off the host for the rest of the slot (marked before the lease is sent)."""
-        st = self.hosts[host]
-        hold = self.holders.holder
+    def _hand_over(self, key: str, slot: int, not_before: float) -> bool:
+        """Give this slot of the group ``key`` to the next holder in its sequence that announced work;
+        this rank keeps off the group for the rest of the slot (marked before the lease is sent)."""
+        mask = self._others_work(key)
         for k in range(1, self.holders.q + 1):
-            r = hold(host, slot + k)
-            if r != self.rank and st.work_mask >> r & 1:
+            r = self._table_holder(key, slot + k)
+            if r != self.rank and mask >> r & 1:
                 break
         else:
             return False
-        st.released = slot
-        self.comm.send_lease(r, f"{host}\t{slot}\t{not_before!r}".encode())
+        self.hosts[key].released = slot
+        self.comm.send_lease(r, f"{key}\t{slot}\t{not_before!r}".encode())
         self.counters.handovers += 1
         return True
 
     def take_leases(self, now: float) -> None:
-        """Leases other ranks sent: this rank may fetch the host within that slot, after the rest."""
+        """Leases other ranks sent: this rank may fetch the group's hosts within that slot, after the
+        rest."""
         for data in self.comm.poll_leases():
-            host, slot, nb = data.decode().split("\t")
+            key, slot, nb = data.decode().split("\t")
             slot = int(slot)
             w = self.window
             if w is not None and slot < w[0]:
                 continue                          # the slot is over
-            st = self.hosts[host]
-            st.lease = slot
-            if st.released == slot:
-                st.released = None                # the slot came back to this rank (passed on)
+            gs = self.hosts[key]
+            gs.lease = slot
+            if gs.released == slot:
+                gs.released = None                # the slot came back to this rank (passed on)
             self.counters.leases += 1
             # the leaser's end plus the rest (and its guard), on its clock; this rank's guard covers ours.
-            # The host's own next start (a batch of it may be resting here) and its scheduling both wait.
+            # The hosts' own next starts (a batch may be resting here) and their scheduling both wait.
             until = now + float(nb) - self.clock.shared() + self.pc.guard_for(self.slot_len)
-            st.next_at = max(st.next_at, until)
-            if until > max(now, self.frontier.blocked_until.get(host, 0.0)):
-                self.frontier.block(host, until)
+            for host in self._members(key):
+                st = self.hosts[host]
+                st.next_at = max(st.next_at, until)
+                if until > max(now, self.frontier.blocked_until.get(host, 0.0)):
+                    self.frontier.block(host, until)
             self.frontier.readmit()
 
     def announce(self) -> bytes:
         """Shared hosts whose queue here went from empty to not empty or back since the last
-        superstep, as ``host\\tflag`` lines for every rank."""
+        superstep, as ``host\tflag`` lines for every rank."""
         changes = self.frontier.take_work_changes()
         lines = []
         for host, has in changes:
-            if self.holders.exclusive(host) is not None:
+            if self._exclusive(host):
                 continue
             lines.append(f"{host}\t{1 if has else 0}")
+            key = self.groups.group(host)
             if has:
-                self.give.discard(host)
-            elif self.hosts[host].work_mask:
-                self.give.add(host)
+                self.give.discard(key)
+            elif self._others_work(key):
+                self.give.add(key)
         return ("\n".join(lines)).encode()
 
     def receive_work(self, src: int, data: bytes) -> None:
@@ -257,28 +323,20 @@ class SlotGate:
             host, _, flag = line.partition("\t")
             st = self.hosts[host]
             st.work_mask = st.work_mask | bit if flag == "1" else st.work_mask & ~bit
-            if st.work_mask and self.frontier.host_pending(host) == 0:
-                self.give.add(host)
-                self._give_now(host)
-            elif not st.work_mask:
-                self.give.discard(host)
+            key = self.groups.group(host)
+            if self._others_work(key) and self._idle_here(key):
+                self.give.add(key)
+                self._give_now(key)
+            elif not self._others_work(key):
+                self.give.discard(key)
 
-    def _give_now(self, host: str) -> None:
-        """Hand over the current slot of ``host`` at once when this rank holds it by the table and has
-        nothing for it (long slots would otherwise keep a waiting rank off the host until the next)."""
+    def _give_now(self, key: str) -> None:
+        """Hand over the current slot of a group at once when this rank holds it and has nothing for
+        it (long slots would otherwise keep a waiting rank off it until the next)."""
         w = self.window
-        if w is None or not self.handover or self._busy(host) or not self._holds(host, w[0]):
+        if w is None or not self.handover or not self._holds_key(key, w[0]):
             return
-        self._hand_over(host, w[0], self._free_at(host))
-
-    def _holds(self, host: str, slot: int) -> bool:
-        """This rank holds ``host`` in ``slot`` now: by a lease for it, or by the table and not handed
-        over. A lease may be passed on like a slot of the table: each hand-over moves the one token
-        of the slot forward and marks it released here first, so two ranks never hold it at once."""
-        st = self.hosts[host]
-        if st.lease == slot:
-            return st.released != slot
-        return st.released != slot and self.holders.holder(host, slot) == self.rank
+        self._hand_over(key, w[0], self._free_at(key))
 
     def close(self) -> int:
         """At the end of the crawl (collective): the leases still travelling; returns how many."""

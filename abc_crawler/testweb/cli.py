@@ -4,7 +4,7 @@
 
     abc-testweb generate OUT [--hosts N] [--pages N] [--seed S] [--addr A] [--port P] [--plain]
                              [--communities C [--community-locality L]] [--hostile all|MODE,MODE...]
-    abc-testweb serve DIR [--access-log F] [--max-seconds T] [--ready-file F] [--addr A] [--port P]
+    abc-testweb serve DIR [--access-log F] [--max-seconds T] [--ready-file F] [--addr A] [--port P] [--also-addr A,...]
                           [--tls-cert F --tls-key F [--tls-port P] [--https-redirect]]
     abc-testweb proxy [--addr A] [--port P] [--resolve FILE] [--access-log F] [--max-seconds T] [--ready-file F]
     abc-testweb exec DIR [--access-log F] [--max-seconds T] -- CMD ARGS...
@@ -143,7 +143,7 @@ def _cmd_serve(a) -> int:
         run_server(a.dir, addr, port, a.access_log, max_seconds=a.max_seconds, ready_file=a.ready_file,
                    idle_timeout=a.idle_timeout, use_uvloop=a.uvloop, latency=a.latency,
                    tls=(a.tls_cert, a.tls_key) if a.tls_cert else None, tls_port=a.tls_port,
-                   https_redirect=a.https_redirect)
+                   https_redirect=a.https_redirect, also=tuple(x for x in a.also_addr.split(",") if x))
     except ServerError as exc:
         raise _Fail(f"serve: {exc}") from None
     except OSError as exc:
@@ -384,6 +384,8 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--ready-file")
     s.add_argument("--addr", default=None, help="default: the manifest's")
     s.add_argument("--port", type=int, default=None, help="default: the manifest's")
+    s.add_argument("--also-addr", default="", metavar="A[,A...]",
+                   help="more loopback addresses to listen on, at the same port (hosts on addresses of their own)")
     s.add_argument("--idle-timeout", type=float, default=60.0)
     s.add_argument("--latency", type=float, default=0.0,
                    help="seconds every response is held back, like a server that takes time (default 0)")

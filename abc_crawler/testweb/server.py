@@ -85,8 +85,11 @@ class _Core:
     """The server proper; runs inside one asyncio event loop."""
 
     def __init__(self, site: WebSite, addr: str, port: int, access_log=None, idle_timeout: float = 60.0,
-                 latency: float = 0.0, tls=None, tls_port: int = 0, https_redirect: bool = False):
+                 latency: float = 0.0, tls=None, tls_port: int = 0, https_redirect: bool = False,
+                 also: tuple[str, ...] = ()):
         self.site = site
+        self.also = tuple(check_loopback(a) for a in also)   # more loopback addresses, the same port
+        self.also_servers: list = []
         self.tls = tls                 # (certfile, keyfile) or None
         self.tls_port = tls_port
         self.https_redirect = bool(https_redirect) and tls is not None
@@ -153,6 +156,15 @@ class _Core:
                 self.log.close()
             raise ServerError(f"cannot listen on {self.addr}:{self.port}: {exc.strerror or exc}") from None
         self.port = self.server.sockets[0].getsockname()[1]
+        for a in self.also:                   # hosts on their own addresses (--also-addr)
+            try:
+                self.also_servers.append(await loop.create_server(
+                    lambda: Connection(self), a, self.port, reuse_address=True, backlog=1024))
+            except OSError as exc:
+                self.server.close()
+                if self.log:
+                    self.log.close()
+                raise ServerError(f"cannot listen on {a}:{self.port}: {exc.strerror or exc}") from None
         if self.tls is not None:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             try:
@@ -173,6 +185,8 @@ class _Core:
             t.cancel()
         if self.server is not None:
             self.server.close()
+        for srv in self.also_servers:
+            srv.close()
         if self.tls_server is not None:
             self.tls_server.close()
         for c in list(self.conns):
@@ -371,7 +385,7 @@ class TestWebServer:
 def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: float | None = 3600.0,
                ready_file=None, idle_timeout: float = 60.0, use_uvloop: bool = False,
                cache_bytes: int = 256 << 20, latency: float = 0.0, tls=None, tls_port: int = 0,
-               https_redirect: bool = False) -> None:
+               https_redirect: bool = False, also: tuple[str, ...] = ()) -> None:
     """Serve in the calling thread until SIGINT/SIGTERM or ``max_seconds``.
 
     ``ready_file`` is written (atomically, JSON ``{"addr", "port", "pid"}``, and
@@ -384,7 +398,7 @@ def run_server(web_dir, addr: str, port: int, access_log=None, *, max_seconds: f
     site = WebSite(web_dir, cache_bytes)
     loop = _new_loop(use_uvloop)
     asyncio.set_event_loop(loop)
-    core = _Core(site, addr, port, access_log, idle_timeout, latency, tls, tls_port, https_redirect)
+    core = _Core(site, addr, port, access_log, idle_timeout, latency, tls, tls_port, https_redirect, also)
     try:
         loop.run_until_complete(core.start())
         for sig in (signal.SIGINT, signal.SIGTERM):
