@@ -210,11 +210,10 @@ def test_a_host_over_the_limit_gets_exactly_the_limit(gathered, tmp_path, assign
 
 @pytest.fixture(scope="module")
 def gathered_on_last(gathered, tmp_path_factory):
-    """The same web, and a part vector that puts the biggest host wholly on the last rank."""
+    """The same web, and a part vector that puts every page on the last rank."""
     web, pv, big, n, n2, requested = gathered
     urls = sorted(requested)
-    others = sorted({host_of(u) for u in urls} - {big})
-    parts = np.array([K - 1 if host_of(u) == big else others.index(host_of(u)) % (K - 1) for u in urls])
+    parts = np.full(len(urls), K - 1)
     vg = SessionGraph.from_urls(urls, ranks=K)
     vg.url_rank = parts.astype(np.int16)
     vg.url_status = np.full(len(urls), 200, np.int16)
@@ -228,10 +227,10 @@ def gathered_on_last(gathered, tmp_path_factory):
 
 
 def test_the_page_limit_is_shared_by_the_work_each_rank_has(gathered_on_last, tmp_path):
-    """--max-pages under a part vector that leaves the last rank the only one with work at the end:
-    an even split of what is left gave it remaining // ranks, 0 once fewer than the ranks remained,
-    and the crawl could not reach its limit. Shared by the work queued, it ends at exactly the
-    limit, "max-pages"."""
+    """--max-pages under a part vector that leaves the last rank the only one with work: an even
+    split of what is left gave it remaining // ranks a superstep, 0 once fewer than the ranks
+    remained, and the crawl could not reach its limit (the watchdog stopped it as stalled). Shared
+    by the work queued, it ends at exactly the limit, "max-pages"."""
     web, pv, total = gathered_on_last
     limit = total - 2
     session, rows, err = _crawl(web, tmp_path, "maxpages", "--assign", str(pv), "--max-pages", str(limit),

@@ -229,3 +229,18 @@ def test_adopted_answer_is_obeyed_but_never_overrides_an_own_one():
     assert rc.get("c.test").state == "retry"
     assert rc.adopt("c.test", 200, b"User-agent: *\nDisallow: /\n", now=0.0)
     assert rc.get("c.test").state == "ready" and not rc.allowed("c.test", "http://c.test/")
+
+
+def test_a_crawl_delay_over_the_maximum_skips_the_host():
+    """Nutch's rule (fetcher.max.crawl.delay): a host asking a longer Crawl-delay than
+    --max-crawl-delay is skipped, its URLs counted as crawl_delay_too_long; a shorter one is kept
+    as the host's floor. Another rank's copy of the answer skips it there too."""
+    rc = RobotsCache("abc-crawler/0.1", max_crawl_delay=30.0)
+    rc.on_response("slow.test", 200, b"User-agent: *\nCrawl-delay: 45\n", 0.0)
+    h = rc.get("slow.test")
+    assert h.state == "dead" and h.reason == "crawl_delay_too_long" and h.crawl_delay == 45.0
+    rc.on_response("ok.test", 200, b"User-agent: *\nCrawl-delay: 30\n", 0.0)
+    assert rc.get("ok.test").state == "ready" and rc.get("ok.test").crawl_delay == 30.0
+    other = RobotsCache("abc-crawler/0.1", max_crawl_delay=30.0)
+    assert other.adopt("slow.test", 200, b"User-agent: *\nCrawl-delay: 45\n", 0.0)
+    assert other.get("slow.test").state == "dead"

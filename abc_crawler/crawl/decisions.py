@@ -14,7 +14,8 @@ from __future__ import annotations
 from ..limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, retry_delay
 from ..phases import CUT_SLOW, CUT_WARM
 
-__all__ = ["MAX_FREE_CUTS", "SLOT_ERRORS", "after_cut", "after_answer", "links_depth", "budget_share"]
+__all__ = ["MAX_FREE_CUTS", "SLOT_ERRORS", "after_cut", "after_answer", "links_depth", "budget_share",
+           "budget_by_work"]
 
 #: a URL cut at slot ends this many times without its own fault (late start, starved rank) is
 #: handled as a transient failure (retried with back-off, then failed as ``slot_never_full``)
@@ -78,6 +79,28 @@ def links_depth(page_depth: int, redirect: bool, max_depth: int) -> tuple[int, b
     """
     depth = page_depth + (0 if redirect else 1)
     return depth, depth <= max_depth
+
+
+def budget_by_work(n: int, work: list[int], rank: int) -> int:
+    """This rank's share of ``n`` requests split over the ranks in proportion to the URLs each has
+    queued (``work``, one count per rank; largest remainders, ties to the smaller rank; evenly when
+    none has any). A rank with nothing queued gets nothing, so a limit is never held back by ranks
+    that cannot use their share — under a part vector the work may sit on one rank.
+
+    >>> [budget_by_work(10, [0, 0, 0, 5], r) for r in range(4)], [budget_by_work(2, [3, 1, 0, 0], r) for r in range(4)]
+    ([0, 0, 0, 10], [2, 0, 0, 0])
+    >>> [budget_by_work(3, [0, 0, 0, 0], r) for r in range(4)]
+    [1, 1, 1, 0]
+    """
+    total = sum(work)
+    if total <= 0:
+        return budget_share(n, len(work), rank)
+    quota = [n * w / total for w in work]
+    base = [int(q) for q in quota]
+    left = n - sum(base)
+    for r in sorted(range(len(work)), key=lambda r: (-(quota[r] - base[r]), r))[:left]:
+        base[r] += 1
+    return base[rank]
 
 
 def budget_share(n: int, ranks: int, rank: int) -> int:

@@ -42,7 +42,7 @@ from ..validators import PreviousShare, ValidatorLog
 from ..warc import RankWarc, warcinfo_fields
 from . import state
 from .counters import RankCounters
-from .decisions import budget_share
+from .decisions import budget_by_work, budget_share
 from .fetching import BatchRunner
 from .hosts import HostTable
 from .links import LinkClassifier
@@ -177,6 +177,7 @@ class RankCrawler:
                                   pages, self.router, self.clock, self.may_request, share,
                                   assignment.exclusive_hosts(rank), self.links, groups=self.groups)
         self.budget: int | None = None if cfg.max_pages is None else budget_share(cfg.max_pages, size, rank)
+        self._work_of = [0] * size                   # the URLs each rank had queued at the last exchange
         self.superstep = 0
         self.t0 = time.monotonic()
         self.stopped = "done"
@@ -233,7 +234,8 @@ class RankCrawler:
         if self.cfg.max_pages is None:
             return
         remaining = max(0, self.cfg.max_pages - int(status[_S["requests"]]))
-        self.budget = my_requests_at_capture + budget_share(remaining, self.size, self.rank)
+        # shared by the work each rank has queued (a part vector may leave it all on one rank)
+        self.budget = my_requests_at_capture + budget_by_work(remaining, self._work_of, self.rank)
 
     # -- the loop --------------------------------------------------------------------------------
     def add_seeds(self) -> None:
@@ -324,10 +326,12 @@ class RankCrawler:
         now = time.monotonic()
         admitted = lambda host: self.hosts[host].admitted  # noqa: E731
         stall_parts, addresses = [], []
+        self._work_of = [0] * self.size
         for src, data in enumerate(ex.shared_in):
             if not data:
                 continue
-            robots, work, quota, stall, addr = unframe(data, 5)
+            robots, work, quota, stall, addr, queued = unframe(data, 6)
+            self._work_of[src] = int(queued or 0)
             self.quotas.receive(src, quota, admitted)     # this rank's own report too
             stall_parts.append(stall)
             addresses.append(addr)
@@ -374,7 +378,8 @@ class RankCrawler:
             shared = frames(encode_shared(runner.robots_out) if runner.robots_out else b"",
                             self.gate.announce() if self.gate is not None else b"",
                             self.quotas.report(lambda host: self.hosts[host].admitted),
-                            self.stall.part(), self.groups.announce())
+                            self.stall.part(), self.groups.announce(),
+                            str(self.frontier.pending).encode() if cfg.max_pages is not None else b"")
             runner.robots_out = []
             g = self._exchange(status, shared)
             r0 = self.rank0
