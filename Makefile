@@ -27,10 +27,14 @@ bytecode: $(STAMP)
 	$(PY) -m compileall -q abc_crawler kernels partition >/dev/null
 
 # tests/multihost simulate hosts with unshare (root); where that is not permitted they are
-# skipped, and -rs prints why. The dashboard and HTML-report tests drive Debian's headless Chromium
+# skipped (a failure under ABC_REQUIRE_ALL=1), and -rs prints why. The dashboard and HTML-report tests drive Debian's headless Chromium
 # (Playwright, no browser download): installed here when missing (as root, like CI), and required.
+# What the tests need from Debian, installed when missing (as root, like CI): Chromium for the
+# browser tests, openssl for the TLS tests' certificates, METIS's graphchk for the .graph export.
+# Under ABC_REQUIRE_ALL=1 (.ci/run) a skipped test fails, with its reason.
 test: $(STAMP) bytecode
-	command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver; }
+	command -v chromium >/dev/null && command -v openssl >/dev/null && command -v graphchk >/dev/null || { \
+	  apt-get update -qq && apt-get install -y -qq chromium chromium-driver openssl metis; }
 	ABC_REQUIRE_BROWSER=1 $(PY) -m pytest -q -rs -p no:cacheprovider tests --ignore=tests/mpi
 	for n in 1 2 4; do \
 	  echo "== MPI tests at $$n rank(s)"; \

@@ -7,7 +7,8 @@ rank 0 already has from this rank). About 13–26 bytes per fingerprint instead 
 the 80 + 34 of two Python sets of ints.
 
 ``PyFPSet`` is the pure-Python reference with the same interface (the tests
-check the two against each other); it is used when the extension is not built.
+check the two against each other). A crawl never falls back to it: without the compiled
+extension (a broken build) :func:`new_fpset` refuses, saying how to build it.
 
 >>> s = new_fpset()
 >>> s.add(2**64 - 1), s.add(2**64 - 1), (2**64 - 1) in s, len(s)
@@ -104,10 +105,17 @@ class PyFPSet:
 
 try:
     from .kernels._fpset import FPSet
-except ImportError:  # extension not built: the reference (same behaviour, more memory)
-    FPSet = PyFPSet
+except ImportError as exc:  # a broken build: said when a crawl needs it, never hidden
+    FPSet = None
+    _MISSING = f"{type(exc).__name__}: {exc}"
 
 
 def new_fpset(journal: bool = False):
-    """The fastest available fingerprint set."""
+    """The compiled fingerprint set (``kernels/_fpset.pyx``); an :class:`~abc_crawler.exceptions.AbcError`
+    when it was not built."""
+    if FPSet is None:
+        from .exceptions import AbcError
+
+        raise AbcError("the compiled URL-seen set abc_crawler.kernels._fpset is missing "
+                       f"({_MISSING}): build the extensions with `make venv` (or `pip install -e .`)")
     return FPSet(journal=journal)

@@ -60,13 +60,14 @@ def test_page_gp_end_to_end(session, capsys):
     # every requested page is in the vector
     g = load_graph(session)
     assert len(pv) == int((g.url_rank >= 0).sum())
-    # exports, checked by METIS's own graphchk when available
+    # exports, checked by METIS's own graphchk
     for f in ("page.graph", "page.hgr"):
         assert (session / f).stat().st_size > 0
     chk = shutil.which("graphchk") or str(Path(sys.executable).with_name("graphchk"))
-    if os.path.exists(chk):
-        p = subprocess.run([chk, str(session / "page.graph")], capture_output=True, text=True, timeout=30)
-        assert "format of the graph is correct" in p.stdout
+    if not os.path.exists(chk):     # make test installs it (Debian's metis): a skip fails under ABC_REQUIRE_ALL
+        pytest.skip("METIS's graphchk is not installed (Debian package metis): the .graph export is unchecked")
+    p = subprocess.run([chk, str(session / "page.graph")], capture_output=True, text=True, timeout=30)
+    assert "format of the graph is correct" in p.stdout, p.stdout + p.stderr
 
 
 def test_page_hp_end_to_end(session, capsys, tmp_path):

@@ -4,14 +4,20 @@ import random
 import numpy as np
 import pytest
 
+from abc_crawler import seen as seen_mod
+from abc_crawler.exceptions import AbcError
+from abc_crawler.kernels._fpset import FPSet       # the build must have made it: no skip, no fallback
 from abc_crawler.seen import PyFPSet
 
-try:
-    from abc_crawler.kernels._fpset import FPSet
-except ImportError:  # pragma: no cover
-    FPSet = None
+IMPLS = [PyFPSet, FPSet]
 
-IMPLS = [PyFPSet] + ([FPSet] if FPSet is not None else [])
+
+def test_the_crawl_uses_the_compiled_set_and_refuses_without_it(monkeypatch):
+    assert isinstance(seen_mod.new_fpset(), FPSet)
+    monkeypatch.setattr(seen_mod, "FPSet", None)
+    monkeypatch.setattr(seen_mod, "_MISSING", "ImportError: no module", raising=False)
+    with pytest.raises(AbcError, match=r"compiled URL-seen set .* is missing .*make venv"):
+        seen_mod.new_fpset()
 
 
 @pytest.mark.parametrize("cls", IMPLS)
@@ -74,7 +80,6 @@ def test_journal_and_merge_rebuild_exactly(cls):
     assert s.take_changes()[0].size == 0
 
 
-@pytest.mark.skipif(FPSet is None, reason="extension not built")
 def test_growth_keeps_everything():
     s = FPSet(capacity=16)
     keys = np.random.default_rng(1).integers(0, 2**63, size=50000, dtype=np.uint64).tolist()
