@@ -4,6 +4,7 @@
                                          [--hosts 400] [--pages 20000] [--out bench/results/repartition.json]
                                          [--communities C [--community-locality L]]
     .venv/bin/python bench/repartition.py --politeness default [--web ...] [--runs 3] ...
+    .venv/bin/python bench/repartition.py --web synthetic --hosts 2000 --pages 175000   # issue 29
 
 For each web (served by nginx, bench/nginx.py), four complete crawls with
 ``mpiexec -n K abc-crawl --no-stats --politeness-delay 0``:
@@ -30,6 +31,18 @@ crawled graph and the assignment only, not of timing (``messages_mpi`` and
 ``wire_bytes`` do depend on how links fall into supersteps), so ``--runs``
 defaults to 1; with more runs the medians are printed. A default run (both
 webs) takes about 8 minutes.
+
+Every page stored by both sessions of a pair (issue 29: a part vector gathers a
+big host on one rank, and a per-host limit split as limit/ranks per rank left
+pages of it unrequested): for page-hash / page-GP and site-hash / site-GP the
+URLs with ``url_rank >= 0`` in each session's ``graph.npz`` are compared —
+pages in 1 and in 2, only in 1 and only in 2 (count, up to 5 examples, their
+hosts), stats.json ``dropped`` and ``links.over_host_limit`` of both,
+``stopped``, session 1's three biggest hosts' pages in both, and how many of
+the generated web's ``expected.requested`` URLs each did not store (reported
+only). It is printed, stored as ``same_pages`` in the result, and the script
+exits with status 1 when a pair differs. ``--session-timeout`` (default 3600 s)
+bounds one crawl: a 175,000-page web takes minutes per session.
 
 ``--communities C`` (with ``--community-locality L``, default 0.9) generates
 the synthetic web with host communities (``abc-testweb generate --communities
@@ -134,22 +147,88 @@ def report(s2: Path, s1: Path) -> str:
     return r.stdout if r.returncode == 0 else f"abc-report failed ({r.returncode}): {r.stderr[-1500:]}"
 
 
-def one_round(web: Path, K: int, tmp: Path, tag: str) -> dict:
+def stored_pages(session: Path) -> tuple[set[str], dict]:
+    """The URLs a session requested and stored (``graph.npz``: ``url_rank >= 0``) and its stats.json."""
+    from abc_crawler.session import load_graph
+
+    g = load_graph(session)
+    ranks = g.url_rank.tolist()
+    return {u for u, r in zip(g.urls, ranks) if r >= 0}, json.loads((session / "stats.json").read_text())
+
+
+def host_of(url: str) -> str:
+    return url.split("/", 3)[2] if "://" in url else url
+
+
+def same_pages(s1: Path, s2: Path, expected: set[str] | None = None, top: int = 3) -> dict:
+    """Issue 29: did session 2 (on the part vector) store exactly the pages session 1 stored? Pages in
+    each, pages only in one (count, up to 5 examples, the hosts they are on), what each session dropped
+    by a limit (stats.json ``dropped``, ``links.over_host_limit``) and session 1's biggest hosts' pages
+    in both. ``expected`` (a generated web's ``expected.requested``): how many of those each session
+    did not store (reported, not part of ``same``)."""
+    p1, st1 = stored_pages(s1)
+    p2, st2 = stored_pages(s2)
+    only1, only2 = sorted(p1 - p2), sorted(p2 - p1)
+    h1, h2 = Counter(map(host_of, p1)), Counter(map(host_of, p2))
+    exp = {} if expected is None else {"expected": len(expected), "expected_missing_1": len(expected - p1),
+                                       "expected_missing_2": len(expected - p2)}
+    return {"pages_1": len(p1), "pages_2": len(p2), **exp,
+            "only_in_1": len(only1), "only_in_1_examples": only1[:5],
+            "only_in_1_hosts": dict(Counter(map(host_of, only1)).most_common(5)),
+            "only_in_2": len(only2), "only_in_2_examples": only2[:5],
+            "only_in_2_hosts": dict(Counter(map(host_of, only2)).most_common(5)),
+            "dropped_1": st1.get("dropped") or {}, "dropped_2": st2.get("dropped") or {},
+            "over_host_limit_1": st1["links"].get("over_host_limit", 0),
+            "over_host_limit_2": st2["links"].get("over_host_limit", 0),
+            "stopped_1": st1.get("stopped"), "stopped_2": st2.get("stopped"),
+            "biggest_hosts": [{"host": h, "pages_1": n, "pages_2": h2.get(h, 0)} for h, n in h1.most_common(top)],
+            "same": not only1 and not only2}
+
+
+SAME_PAIRS = (("page-hash", "page-GP"), ("site-hash", "site-GP"))
+
+
+def print_same_pages(kind: str, rounds: list[dict]) -> bool:
+    """Print the per-pair comparison of every round; True if every pair stored the same pages."""
+    ok = True
+    print(f"\n{kind}: session 2 (on the part vector) stores exactly the pages of session 1 (graph.npz url_rank >= 0):")
+    for i, r in enumerate(rounds):
+        for pair, c in r.get("same_pages", {}).items():
+            ok = ok and c["same"]
+            print(f"  run {i + 1} {pair:19s} pages {c['pages_1']:,} / {c['pages_2']:,}; only in 1: {c['only_in_1']:,}"
+                  f"{' ' + str(c['only_in_1_examples']) + ' on ' + str(c['only_in_1_hosts']) if c['only_in_1'] else ''}"
+                  f"; only in 2: {c['only_in_2']:,}"
+                  f"{' ' + str(c['only_in_2_examples']) + ' on ' + str(c['only_in_2_hosts']) if c['only_in_2'] else ''}"
+                  f"; dropped {c['dropped_1']} / {c['dropped_2']}; over_host_limit {c['over_host_limit_1']} / "
+                  f"{c['over_host_limit_2']}; stopped {c['stopped_1']} / {c['stopped_2']}: "
+                  f"{'SAME' if c['same'] else 'DIFFERENT'}")
+            print("  " + " " * 26 + "biggest hosts (pages 1 / 2): "
+                  + ", ".join(f"{b['host']} {b['pages_1']:,} / {b['pages_2']:,}" for b in c["biggest_hosts"])
+                  + (f"; of the web's {c['expected']:,} URLs to request, not stored: {c['expected_missing_1']:,} / "
+                     f"{c['expected_missing_2']:,}" if "expected" in c else ""))
+    print(f"  every pair the same pages: {'yes' if ok else 'NO'}")
+    return ok
+
+
+def one_round(web: Path, K: int, tmp: Path, tag: str, timeout: float = 3600) -> dict:
     flags = ["--no-stats", "--politeness-delay", "0"]
     out: dict = {}
     s1 = tmp / f"{tag}-page-hash"
-    row = run_abc(K, web, s1, *flags, "--assign", "hash", keep=True)
-    out["page-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"]}
+    row = run_abc(K, web, s1, *flags, "--assign", "hash", keep=True, timeout=timeout)
+    out["page-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"], "mpiexec_wall_s": row["wall_s"]}
     pg = repartition(s1, "page-gp", K, s1 / "partvec-page-gp.npz")
     out["page-hash"]["predicted"] = pg["baselines"]["hash"]
     s2 = tmp / f"{tag}-page-gp"
-    row = run_abc(K, web, s2, *flags, "--assign", str(s1 / "partvec-page-gp.npz"), keep=True)
+    row = run_abc(K, web, s2, *flags, "--assign", str(s1 / "partvec-page-gp.npz"), keep=True, timeout=timeout)
     out["page-GP"] = {"measured": measured(row["_stats"]), "predicted": pg["predicted"], "cpu_s": row["cpu_s"],
+                      "mpiexec_wall_s": row["wall_s"],
                       "partition": {k: pg["partition"].get(k) for k in ("seconds", "start", "cut", "objective")}}
     out["page-GP"]["report"] = report(s2, s1)
+    expected = expected_requested(web)
+    out["same_pages"] = {"page-hash/page-GP": same_pages(s1, s2, expected)}
     s3 = tmp / f"{tag}-site-hash"
-    row = run_abc(K, web, s3, *flags, "--assign", "site-hash", keep=True)
-    out["site-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"]}
+    row = run_abc(K, web, s3, *flags, "--assign", "site-hash", keep=True, timeout=timeout)
+    out["site-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"], "mpiexec_wall_s": row["wall_s"]}
     n_hosts = len({h for h in (json.loads((web / "manifest.json").read_text()).get("hosts") or [])})
     s4 = tmp / f"{tag}-site-gp"
     if n_hosts and n_hosts < K:
@@ -159,10 +238,12 @@ def one_round(web: Path, K: int, tmp: Path, tag: str) -> dict:
     else:
         sg = repartition(s3, "site-gp", K, s3 / "partvec-site-gp.npz")
         out["site-hash"]["predicted"] = sg["baselines"]["site-hash"]
-        row = run_abc(K, web, s4, *flags, "--assign", str(s3 / "partvec-site-gp.npz"), keep=True)
+        row = run_abc(K, web, s4, *flags, "--assign", str(s3 / "partvec-site-gp.npz"), keep=True, timeout=timeout)
         out["site-GP"] = {"measured": measured(row["_stats"]), "predicted": sg["predicted"], "cpu_s": row["cpu_s"],
+                          "mpiexec_wall_s": row["wall_s"],
                           "partition": {k: sg["partition"].get(k) for k in ("seconds", "start", "cut", "objective")}}
         out["site-GP"]["report"] = report(s4, s3)
+        out["same_pages"]["site-hash/site-GP"] = same_pages(s3, s4, expected)
     for s in (s1, s2, s3, s4):
         shutil.rmtree(s, ignore_errors=True)
     return out
@@ -380,6 +461,39 @@ def timed_session(web: Path, K: int, session: Path, assign: str, logdir: Path, k
     return out
 
 
+def web_size(web: Path) -> dict:
+    """A web's hosts, URLs and the URLs a complete crawl requests (a generated web's manifest: ``counts``,
+    ``expected.requested``), and its biggest hosts by those."""
+    man = json.loads((web / "manifest.json").read_text())
+    req = (man.get("expected") or {}).get("requested") or []
+    by_host = Counter(host_of(u) for u in req)
+    return {"hosts": len(man.get("hosts") or []), "urls": len(man.get("pages") or {}), "requested": len(req),
+            "counts": man.get("counts"), "biggest_hosts_requested": dict(by_host.most_common(3))}
+
+
+def expected_requested(web: Path) -> set[str] | None:
+    """The URLs a complete crawl of a generated web requests (its manifest's ``expected.requested``)."""
+    try:
+        req = (json.loads((web / "manifest.json").read_text()).get("expected") or {}).get("requested")
+    except (OSError, ValueError):
+        return None
+    return set(req) if req else None
+
+
+def worktree_state() -> dict:
+    """The crawler's uncommitted changes (other developers edit the tree while a benchmark runs): the
+    changed files and a digest of ``git diff HEAD`` over the crawler's packages."""
+    dirs = ["abc_crawler", "kernels", "partition"]
+    st = subprocess.run(["git", "-C", str(harness.ROOT), "status", "--porcelain", *dirs], capture_output=True,
+                        text=True, timeout=30).stdout.split("\n")
+    diff = subprocess.run(["git", "-C", str(harness.ROOT), "diff", "HEAD", "--", *dirs], capture_output=True,
+                          timeout=60).stdout
+    head = subprocess.run(["git", "-C", str(harness.ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, timeout=10).stdout.strip()
+    return {"head": head, "changed": [x for x in st if x.strip()], "diff_sha256": hashlib.sha256(diff).hexdigest()[:16],
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
 def vector_digest(path: Path) -> str:
     """SHA-256 of a part vector's assignment (URL and host fingerprints and ranks)."""
     import numpy as np
@@ -562,6 +676,8 @@ def main() -> int:
     ap.add_argument("--keep", default=None, metavar="DIR",
                     help="with --politeness default: keep each session (without WARC files and checkpoints) and "
                          "its access log in DIR")
+    ap.add_argument("--session-timeout", type=float, default=3600,
+                    help="seconds one crawl may take before it is killed (default 3600)")
     ap.add_argument("--out", default=None, help="default bench/results/repartition[-default]-WEB.json")
     a = ap.parse_args()
     if a.community_locality is not None and not a.communities:
@@ -588,24 +704,41 @@ def main() -> int:
         path = write_result(tag, timed_main(a, webs, web_dirs), a.out)
         print(f"wrote {path}")
         return 0
-    result = {"benchmark": "repartition", "args": vars(a), "webs": {}}
+    result = {"benchmark": "repartition", "args": vars(a), "webs": {}, "crawler": crawler_source(),
+              "worktree_at_start": worktree_state()}
     tmp = Path(tempfile.mkdtemp(prefix="abc-repart-"))
+    all_same = True
     try:
         for kind in webs:
             web = web_dirs[kind]
             rounds = []
-            with nginx.serve(web, max_seconds=a.runs * 4 * 1800 + 600):
+            print(f"{kind} web: {web_size(web)}", flush=True)
+            # nginx stops by itself after this: a crawl's timeout per session, and the partitioning and reports
+            with nginx.serve(web, max_seconds=a.runs * 6 * a.session_timeout + 600):
                 for run in range(a.runs):
-                    rounds.append(one_round(web, a.parts, tmp, f"{kind}-{run}"))
-                    print(f"[{kind} run {run + 1}/{a.runs}] done", flush=True)
-            entry = {"web": str(web), **volume_entry(rounds, ("page-hash", "page-GP", "site-hash", "site-GP")),
-                     "raw": rounds}
+                    t0 = time.time()
+                    rounds.append(one_round(web, a.parts, tmp, f"{kind}-{run}", a.session_timeout))
+                    print(f"[{kind} run {run + 1}/{a.runs}] done in {time.time() - t0:.0f} s: mpiexec wall "
+                          + ", ".join(f"{n} {rounds[-1][n]['mpiexec_wall_s']:.1f} s" for n in
+                                      ("page-hash", "page-GP", "site-hash", "site-GP")
+                                      if "mpiexec_wall_s" in rounds[-1].get(n, {})), flush=True)
+            entry = {"web": str(web), "web_size": web_size(web),
+                     **volume_entry(rounds, ("page-hash", "page-GP", "site-hash", "site-GP")), "raw": rounds}
+            same = print_same_pages(kind, rounds)
+            entry["same_pages"] = {"all_same": same,
+                                   "per_run": [r.get("same_pages", {}) for r in rounds]}
+            all_same = all_same and same
             result["webs"][kind] = entry
             print_volume(kind, web, a.parts, a.runs, entry)
+            result["worktree_at_end"] = worktree_state()
+            result["same_pages_all"] = all_same
             path = write_result(tag, result, a.out)
         print(f"wrote {path}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    if not all_same:
+        print("a repartitioned session did not store the same pages as its hash session", file=sys.stderr)
+        return 1
     return 0
 
 
