@@ -3,7 +3,9 @@ different part to every rank (the previous session's shares, ``--previous``) and
 bytes reach rank 0 (the validator rows at the end), byte for byte, empty parts included."""
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120)]
+from budget import per_test
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(per_test(__file__))]   # tests/mpi/budget.py
 
 
 def _part(rank: int) -> bytes:

@@ -5,7 +5,9 @@ Written to pass at any number of ranks (run at 1, 2 and 4 by `make test`).
 import numpy as np
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.timeout(60)]
+from budget import per_test
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(per_test(__file__))]   # tests/mpi/budget.py
 
 
 def _comm():

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.mpi, pytest.mark.timeout(120)]
+from budget import per_test
+
+pytestmark = [pytest.mark.mpi, pytest.mark.timeout(per_test(__file__))]   # tests/mpi/budget.py
 
 CHUNK = 1000
 
