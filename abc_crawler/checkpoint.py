@@ -43,21 +43,23 @@ file is changed.
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import struct
 from pathlib import Path
 
+from .plaindata import PlainDataError, dumps, loads
 from .session import atomic_write_bytes
 
-__all__ = ["save_checkpoint", "checkpoint_steps", "load_checkpoint", "prune_checkpoints", "Journal",
+__all__ = ["save_checkpoint", "checkpoint_steps", "load_checkpoint", "prune_checkpoints", "Journal", "CheckpointFormatError",
            "CheckpointLog", "checkpoint_name", "checkpoint_problems", "resume_inventory", "agree_resume",
            "placement_problems", "placement_hostfile"]
 
 _NAME = re.compile(r"rank-(\d{5})\.(\d{8})\.ckpt$")
-_HEADER_FORMAT = 2          # a checkpoint file: pickle(header) then pickle(state); format 1 had no header
+#: a checkpoint file: two length-prefixed plain-data records (abc_crawler/plaindata.py), the header
+#: then the state. Formats 1 (no header) and 2 were pickle streams: refused, never unpickled.
+_HEADER_FORMAT = 3
 #: the version of the state a rank saves (abc_crawler.crawl.state); 1: pickled crawler objects
-STATE_VERSION = 3
+STATE_VERSION = 4
 
 
 def _dir(session_dir) -> Path:
@@ -92,9 +94,42 @@ def save_checkpoint(session_dir, rank: int, superstep: int, state: dict) -> Path
     path = Path(session_dir) / checkpoint_name(rank, superstep)
     header = {"format": _HEADER_FORMAT, "rank": rank, "superstep": superstep, "needs": _needs(rank, state),
               "state_version": state.get("state_version", 1)}
-    atomic_write_bytes(path, pickle.dumps(header, protocol=5) + pickle.dumps(state, protocol=5))
+    atomic_write_bytes(path, _record(header) + _record(state))
     prune_checkpoints(session_dir, rank, keep=2)
     return path
+
+
+def _record(obj) -> bytes:
+    """``[8-byte little-endian length][plain-data record]``."""
+    rec = dumps(obj)
+    return struct.pack("<Q", len(rec)) + rec
+
+
+class CheckpointFormatError(ValueError):
+    """A checkpoint, log or journal file that is not of this format (an older pickle, or damaged)."""
+
+
+_PICKLED = (f"a pickled file of an older abc-crawler (refused: reading a pickle can run code); resume the "
+            "session with the version that wrote it, or start a new session")
+
+
+def _read_record(fh, path: Path):
+    start = fh.tell()
+    head = fh.read(8)
+    (n,) = struct.unpack("<Q", head) if len(head) == 8 else (None,)
+    left = os.fstat(fh.fileno()).st_size - start - 8
+    if n is None or n > left:
+        # a checkpoint of formats 1-2 starts with the pickle itself (PROTO opcode 0x80, protocol 2-5)
+        if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+            raise CheckpointFormatError(f"{path}: {_PICKLED}")
+        raise CheckpointFormatError(f"{path}: truncated at byte {start}")
+    data = fh.read(n)
+    if data[:1] == b"\x80":          # a log or journal record of formats 1-2: [length][pickle]
+        raise CheckpointFormatError(f"{path}: {_PICKLED}")
+    try:
+        return loads(data)
+    except PlainDataError as exc:
+        raise CheckpointFormatError(f"{path}: {exc}") from None
 
 
 def checkpoint_steps(session_dir, rank: int) -> list[int]:
@@ -119,15 +154,12 @@ def prune_checkpoints(session_dir, rank: int, keep: int = 2) -> None:
 
 
 def _read_checkpoint(path: Path, state: bool) -> tuple[dict, dict | None]:
-    """(header, state or None); a format-1 file (no header) gets its header made from its state."""
+    """(header, state or None); :class:`CheckpointFormatError` for a file of another format."""
     with open(path, "rb") as fh:
-        first = pickle.load(fh)
-        if isinstance(first, dict) and first.get("format") == _HEADER_FORMAT and "needs" in first:
-            return first, (pickle.load(fh) if state else None)
-    m = _NAME.search(path.name)
-    rank = int(m.group(1)) if m else 0
-    return {"format": 1, "rank": rank, "superstep": first.get("superstep"), "needs": _needs(rank, first),
-            "state_version": first.get("state_version", 1)}, first
+        header = _read_record(fh, path)
+        if not (isinstance(header, dict) and header.get("format") == _HEADER_FORMAT and "needs" in header):
+            raise CheckpointFormatError(f"{path}: not a checkpoint header of format {_HEADER_FORMAT}")
+        return header, (_read_record(fh, path) if state else None)
 
 
 def load_checkpoint(session_dir, rank: int, superstep: int) -> dict:
@@ -147,8 +179,10 @@ def checkpoint_problems(session_dir, rank: int, superstep: int) -> list[str]:
         return [f"missing {path}"]
     try:
         header, _ = _read_checkpoint(path, state=False)
-    except Exception as exc:      # a damaged file: any unpickling error
-        return [f"unreadable {path} ({type(exc).__name__})"]
+    except CheckpointFormatError as exc:      # an older pickle, or a damaged file: nothing of it is run
+        return [f"unreadable {exc}"]
+    except OSError as exc:
+        return [f"unreadable {path} ({exc.strerror or exc})"]
     version = header.get("state_version", 1)
     if version != STATE_VERSION:
         return [f"{path}: checkpoint state version {version}, this abc-crawler reads version {STATE_VERSION} "
@@ -241,9 +275,8 @@ def placement_problems(expected: list[str] | None, hosts: list[str]) -> list[str
 
 
 def _append_record(fh, obj) -> None:
-    """One ``[8-byte little-endian length][pickle]`` record."""
-    rec = pickle.dumps(obj, protocol=5)
-    fh.write(struct.pack("<Q", len(rec)) + rec)
+    """One ``[8-byte little-endian length][plain-data record]`` record."""
+    fh.write(_record(obj))
 
 
 def _sync(fh) -> int:
@@ -261,21 +294,17 @@ def _cut_and_read(path: Path, length: int, must_exist: bool):
         return
     with open(path, "r+b") as fh:
         fh.truncate(length)
+    size = path.stat().st_size
     with open(path, "rb") as fh:
-        while True:
-            head = fh.read(8)
-            if len(head) < 8:
-                return
-            (n,) = struct.unpack("<Q", head)
-            yield pickle.loads(fh.read(n))
+        while fh.tell() < size:
+            yield _read_record(fh, path)
 
 
 class CheckpointLog:
-    """A rank's append-only log of checkpoint increments: ``[len][pickle]`` records.
+    """A rank's append-only log of checkpoint increments: ``[len][plain-data record]`` records.
 
-    ``append`` writes one increment (a dict of NumPy arrays and bytes; pickle
-    protocol 5 copies the arrays' buffers as they are) and returns the log's
-    length once it is on disk; a checkpoint records that length.
+    ``append`` writes one increment (a dict of NumPy arrays and bytes, written as they are) and
+    returns the log's length once it is on disk; a checkpoint records that length.
     """
 
     def __init__(self, session_dir, rank: int):
@@ -316,4 +345,4 @@ class Journal:
     @staticmethod
     def truncate_and_read(session_dir, length: int):
         """Cut the journal to ``length`` bytes and yield its records (superstep, t, reports)."""
-        return _cut_and_read(Path(session_dir) / "journal.bin", length, must_exist=False)
+        return (tuple(r) for r in _cut_and_read(Path(session_dir) / "journal.bin", length, must_exist=False))

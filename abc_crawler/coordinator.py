@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from array import array
-import pickle
 import queue
 import threading
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import plaindata
 from .session import SessionGraph
 
 __all__ = ["SuperstepReport", "encode_report", "decode_report", "Coordinator", "KernelWorker"]
@@ -57,7 +57,8 @@ class SuperstepReport:
 
 
 def encode_report(r: SuperstepReport) -> bytes:
-    """Columnar, pickle-free-of-Python-lists encoding (NumPy buffers + one URL blob)."""
+    """Columnar encoding (NumPy buffers + one URL blob) as a plain-data record: no pickle, it is
+    also what the journal keeps on disk (:mod:`abc_crawler.plaindata`)."""
     obj = {
         "rank": r.rank, "superstep": r.superstep, "volume": r.volume,
         "page_fp": np.array(r.page_fp, dtype=np.uint64),
@@ -74,11 +75,11 @@ def encode_report(r: SuperstepReport) -> bytes:
         "send_bytes": np.array(r.send_bytes, dtype=np.int64),
         "send_urls": np.array(r.send_urls, dtype=np.int64),
     }
-    return pickle.dumps(obj, protocol=5)
+    return plaindata.dumps(obj)
 
 
 def decode_report(data: bytes) -> dict:
-    obj = pickle.loads(data)
+    obj = plaindata.loads(data)
     blob = obj.pop("new_urls")
     obj["new_urls"] = blob.decode().split("\n") if blob else []
     for key, n in (("page_kind", len(obj["page_fp"])), ("given_up_kind", len(obj["given_up_fp"]))):

@@ -129,7 +129,7 @@ def test_a_crawl_of_well_over_1024_supersteps_ends_normally(web, tmp_path):
     log = tmp_path / "long.log"
     with serve(web, log):
         r = crawl_cli(1, web, session, "--superstep-seconds", "0.002", "--batch-urls", "4",
-                      "--politeness-delay", "1.0", timeout=280)
+                      "--politeness-delay", "1.0", "--phase-seconds", "0", timeout=280)
     assert r.returncode == 0, r.stderr[-3000:]
     stats = json.loads((session / "stats.json").read_text())
     assert stats["stopped"] == "done"

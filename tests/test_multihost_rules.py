@@ -81,14 +81,34 @@ def test_a_checkpoint_needs_every_warc_file_of_a_rotated_rank(tmp_path):
     assert len(checkpoint_problems(sd, 2, 5)) == 2
 
 
-def test_format1_checkpoint_without_header_is_still_read(tmp_path):
+class RunsCode:
+    """Unpickling this calls ``open(marker, "w")``: what a crafted checkpoint would do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_pickled_checkpoint_is_refused_and_runs_nothing(tmp_path):
+    """Checkpoints of formats 1-2 were pickle streams: one crafted to run code (a file is created
+    when it is unpickled) is refused by name, and nothing of it runs — nor of a pickled log or
+    journal record (issue 31)."""
+    marker = tmp_path / "ran"
     (tmp_path / "checkpoint").mkdir()
-    (tmp_path / "checkpoint/rank-00001.00000007.ckpt").write_bytes(pickle.dumps(_state(offset=10, log=0, rank=1)))
-    assert load_checkpoint(tmp_path, 1, 7)["x"] == [1, 2]
-    assert checkpoint_problems(tmp_path, 1, 7) == [
-        f"missing {tmp_path / 'warc' / _warc(1)} (the checkpoint of superstep 7 needs its first 10 bytes)"]
-    assert resume_inventory(tmp_path, 1) == {7: checkpoint_problems(tmp_path, 1, 7)}
-    assert resume_inventory(tmp_path, 0) == {}
+    crafted = pickle.dumps({"state_version": 3, "x": RunsCode(marker)}, protocol=5)
+    (tmp_path / "checkpoint/rank-00001.00000007.ckpt").write_bytes(crafted)
+    problems = checkpoint_problems(tmp_path, 1, 7)
+    assert len(problems) == 1 and "a pickled file of an older abc-crawler" in problems[0], problems
+    with pytest.raises(checkpoint.CheckpointFormatError, match="reading a pickle can run code"):
+        load_checkpoint(tmp_path, 1, 7)
+    record = pickle.dumps(RunsCode(marker), protocol=5)
+    (tmp_path / "journal.bin").write_bytes(len(record).to_bytes(8, "little") + record)
+    with pytest.raises(checkpoint.CheckpointFormatError, match="pickled"):
+        list(checkpoint.Journal.truncate_and_read(tmp_path, len(record) + 8))
+    assert not marker.exists()                   # nothing was unpickled
+    assert pickle.loads(crafted) and marker.exists()   # (the control: unpickled, it does run)
 
 
 def test_agree_resume_newest_complete_everywhere_else_names_what_is_missing():
@@ -238,3 +258,22 @@ def test_resume_with_a_rank_missing_its_checkpoint_is_refused_then_resumes_once_
     assert r.returncode == 0, r.stderr[-3000:]
     manifest = json.loads((session / "manifest.json").read_text())
     assert len(manifest["resumed"]) == 1 and manifest["stopped"] != "running"
+
+
+
+def test_resume_of_a_session_whose_checkpoints_were_replaced_by_a_crafted_pickle_runs_nothing(web, tmp_path):
+    """The issue's attack: a killed crawl's checkpoint files replaced with a pickle crafted to run a
+    command; `abc-crawl --resume` refuses (exit 2, naming the file) and the command never runs."""
+    session = tmp_path / "s"
+    marker = tmp_path / "ran"
+    with serve(web):
+        r = _crawl(web, session, "--checkpoint-seconds", "0.2", "--max-pages", "40")
+        assert r.returncode == 0, r.stderr[-3000:]
+    crafted = pickle.dumps({"state_version": 4, "x": RunsCode(marker)}, protocol=5)
+    ckpts = sorted((session / "checkpoint").glob("rank-*.ckpt"))
+    assert ckpts
+    for p in ckpts:
+        p.write_bytes(crafted)
+    r = _resume(session)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert "pickled file of an older abc-crawler" in r.stderr and not marker.exists()

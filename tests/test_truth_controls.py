@@ -196,7 +196,7 @@ def test_control_a_page_the_server_never_answered(good):
 
 
 def test_control_an_empty_log_passes_nothing(good):
-    """An empty log of a session that made requests is no log of it (complete or not)."""
+    """An empty log of a session that was answered is no log of it (complete or not)."""
     web, session, rows = good
     for complete in (True, False):
         with pytest.raises(AssertionError, match="log: the access log holds no request"):

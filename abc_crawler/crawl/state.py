@@ -11,6 +11,9 @@ Version history:
 * 2: this module's :func:`capture` with one WARC file per rank (``warc/rank-NNNNN.warc.gz``) —
   refused (the files are named and rotated otherwise since): resume it with the version that
   wrote it, or start a new session;
+* 4: the same state as 3 (with ``quotas``), written as plain-data records
+  (:mod:`abc_crawler.plaindata`: MessagePack, no pickle — reading a session from elsewhere runs
+  nothing); the pickled files of versions 1–3 are refused with a message, never unpickled;
 * 3: the WARC writer's state lists its files (rotation at ``--warc-max-bytes``), and every
   increment of the checkpoint log carries the validator rows of the pages stored since the last
   checkpoint (:mod:`abc_crawler.validators`). Keys added since, read with a default when absent
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import time
 
-from ..checkpoint import STATE_VERSION, CheckpointLog, Journal, load_checkpoint, save_checkpoint
+from ..checkpoint import STATE_VERSION, CheckpointFormatError, CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from ..coordinator import SuperstepReport
 from ..exceptions import AbcError
 from .hosts import HostTable
@@ -85,8 +88,8 @@ def restore(crawler, superstep: int) -> None:
     """Continue from this rank's checkpoint of ``superstep`` (all ranks call it with the same one)."""
     try:
         st = load_checkpoint(crawler.session_dir, crawler.rank, superstep)
-    except (ModuleNotFoundError, AttributeError):   # pickled classes of an older version
-        st = {"state_version": 1}
+    except CheckpointFormatError as exc:      # an older pickle or a damaged file: refused, nothing run
+        raise AbcError(str(exc)) from None
     check_version(st, f"{crawler.session_dir}: rank {crawler.rank}, superstep {superstep}")
     f, seen = crawler.empty_state()
     validators = crawler.validators
