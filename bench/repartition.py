@@ -147,13 +147,19 @@ def report(s2: Path, s1: Path) -> str:
     return r.stdout if r.returncode == 0 else f"abc-report failed ({r.returncode}): {r.stderr[-1500:]}"
 
 
-def stored_pages(session: Path) -> tuple[set[str], dict]:
-    """The URLs a session requested and stored (``graph.npz``: ``url_rank >= 0``) and its stats.json."""
+def stored_pages(session: Path) -> tuple[dict[str, int], dict]:
+    """The URLs a session requested and stored (``graph.npz``: ``url_rank >= 0``) with the rank that
+    requested each, and its stats.json."""
     from abc_crawler.session import load_graph
 
     g = load_graph(session)
     ranks = g.url_rank.tolist()
-    return {u for u, r in zip(g.urls, ranks) if r >= 0}, json.loads((session / "stats.json").read_text())
+    return {u: r for u, r in zip(g.urls, ranks) if r >= 0}, json.loads((session / "stats.json").read_text())
+
+
+def host_ranks(pages: dict[str, int], host: str) -> dict[int, int]:
+    """A host's stored pages per rank that requested them."""
+    return dict(sorted(Counter(r for u, r in pages.items() if host_of(u) == host).items()))
 
 
 def host_of(url: str) -> str:
@@ -164,10 +170,13 @@ def same_pages(s1: Path, s2: Path, expected: set[str] | None = None, top: int = 
     """Issue 29: did session 2 (on the part vector) store exactly the pages session 1 stored? Pages in
     each, pages only in one (count, up to 5 examples, the hosts they are on), what each session dropped
     by a limit (stats.json ``dropped``, ``links.over_host_limit``) and session 1's biggest hosts' pages
-    in both. ``expected`` (a generated web's ``expected.requested``): how many of those each session
-    did not store (reported, not part of ``same``)."""
-    p1, st1 = stored_pages(s1)
-    p2, st2 = stored_pages(s2)
+    in both, with the pages each rank requested (a part vector gathers a big host on few ranks: more
+    than limit / ranks on one rank is the case of issue 29). ``expected`` (a generated web's
+    ``expected.requested``): how many of those each session did not store (reported, not part of
+    ``same``)."""
+    r1, st1 = stored_pages(s1)
+    r2, st2 = stored_pages(s2)
+    p1, p2 = set(r1), set(r2)
     only1, only2 = sorted(p1 - p2), sorted(p2 - p1)
     h1, h2 = Counter(map(host_of, p1)), Counter(map(host_of, p2))
     exp = {} if expected is None else {"expected": len(expected), "expected_missing_1": len(expected - p1),
@@ -181,7 +190,8 @@ def same_pages(s1: Path, s2: Path, expected: set[str] | None = None, top: int = 
             "over_host_limit_1": st1["links"].get("over_host_limit", 0),
             "over_host_limit_2": st2["links"].get("over_host_limit", 0),
             "stopped_1": st1.get("stopped"), "stopped_2": st2.get("stopped"),
-            "biggest_hosts": [{"host": h, "pages_1": n, "pages_2": h2.get(h, 0)} for h, n in h1.most_common(top)],
+            "biggest_hosts": [{"host": h, "pages_1": n, "pages_2": h2.get(h, 0), "ranks_1": host_ranks(r1, h),
+                               "ranks_2": host_ranks(r2, h)} for h, n in h1.most_common(top)],
             "same": not only1 and not only2}
 
 
@@ -202,8 +212,10 @@ def print_same_pages(kind: str, rounds: list[dict]) -> bool:
                   f"; dropped {c['dropped_1']} / {c['dropped_2']}; over_host_limit {c['over_host_limit_1']} / "
                   f"{c['over_host_limit_2']}; stopped {c['stopped_1']} / {c['stopped_2']}: "
                   f"{'SAME' if c['same'] else 'DIFFERENT'}")
-            print("  " + " " * 26 + "biggest hosts (pages 1 / 2): "
-                  + ", ".join(f"{b['host']} {b['pages_1']:,} / {b['pages_2']:,}" for b in c["biggest_hosts"])
+            print("  " + " " * 26 + "biggest hosts: pages 1 / 2 (most on one rank 1 / 2, ranks with pages 1 / 2): "
+                  + ", ".join(f"{b['host']} {b['pages_1']:,} / {b['pages_2']:,} ({max(b['ranks_1'].values()):,} / "
+                              f"{max(b['ranks_2'].values(), default=0):,}, {len(b['ranks_1'])} / {len(b['ranks_2'])})"
+                              for b in c["biggest_hosts"])
                   + (f"; of the web's {c['expected']:,} URLs to request, not stored: {c['expected_missing_1']:,} / "
                      f"{c['expected_missing_2']:,}" if "expected" in c else ""))
     print(f"  every pair the same pages: {'yes' if ok else 'NO'}")
@@ -214,21 +226,26 @@ def one_round(web: Path, K: int, tmp: Path, tag: str, timeout: float = 3600) -> 
     flags = ["--no-stats", "--politeness-delay", "0"]
     out: dict = {}
     s1 = tmp / f"{tag}-page-hash"
+    tree = worktree_state()       # the tree each session's crawl starts from (others edit it meanwhile)
     row = run_abc(K, web, s1, *flags, "--assign", "hash", keep=True, timeout=timeout)
-    out["page-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"], "mpiexec_wall_s": row["wall_s"]}
+    out["page-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"], "mpiexec_wall_s": row["wall_s"],
+                        "worktree": tree}
     pg = repartition(s1, "page-gp", K, s1 / "partvec-page-gp.npz")
     out["page-hash"]["predicted"] = pg["baselines"]["hash"]
     s2 = tmp / f"{tag}-page-gp"
+    tree = worktree_state()
     row = run_abc(K, web, s2, *flags, "--assign", str(s1 / "partvec-page-gp.npz"), keep=True, timeout=timeout)
     out["page-GP"] = {"measured": measured(row["_stats"]), "predicted": pg["predicted"], "cpu_s": row["cpu_s"],
-                      "mpiexec_wall_s": row["wall_s"],
+                      "mpiexec_wall_s": row["wall_s"], "worktree": tree,
                       "partition": {k: pg["partition"].get(k) for k in ("seconds", "start", "cut", "objective")}}
     out["page-GP"]["report"] = report(s2, s1)
     expected = expected_requested(web)
     out["same_pages"] = {"page-hash/page-GP": same_pages(s1, s2, expected)}
     s3 = tmp / f"{tag}-site-hash"
+    tree = worktree_state()
     row = run_abc(K, web, s3, *flags, "--assign", "site-hash", keep=True, timeout=timeout)
-    out["site-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"], "mpiexec_wall_s": row["wall_s"]}
+    out["site-hash"] = {"measured": measured(row["_stats"]), "cpu_s": row["cpu_s"], "mpiexec_wall_s": row["wall_s"],
+                        "worktree": tree}
     n_hosts = len({h for h in (json.loads((web / "manifest.json").read_text()).get("hosts") or [])})
     s4 = tmp / f"{tag}-site-gp"
     if n_hosts and n_hosts < K:
@@ -238,9 +255,10 @@ def one_round(web: Path, K: int, tmp: Path, tag: str, timeout: float = 3600) -> 
     else:
         sg = repartition(s3, "site-gp", K, s3 / "partvec-site-gp.npz")
         out["site-hash"]["predicted"] = sg["baselines"]["site-hash"]
+        tree = worktree_state()
         row = run_abc(K, web, s4, *flags, "--assign", str(s3 / "partvec-site-gp.npz"), keep=True, timeout=timeout)
         out["site-GP"] = {"measured": measured(row["_stats"]), "predicted": sg["predicted"], "cpu_s": row["cpu_s"],
-                          "mpiexec_wall_s": row["wall_s"],
+                          "mpiexec_wall_s": row["wall_s"], "worktree": tree,
                           "partition": {k: sg["partition"].get(k) for k in ("seconds", "start", "cut", "objective")}}
         out["site-GP"]["report"] = report(s4, s3)
         out["same_pages"]["site-hash/site-GP"] = same_pages(s3, s4, expected)
@@ -482,15 +500,20 @@ def expected_requested(web: Path) -> set[str] | None:
 
 def worktree_state() -> dict:
     """The crawler's uncommitted changes (other developers edit the tree while a benchmark runs): the
-    changed files and a digest of ``git diff HEAD`` over the crawler's packages."""
+    changed files and a digest of ``git diff HEAD`` and of the untracked files over the crawler's
+    packages (empty: the commit as it is)."""
     dirs = ["abc_crawler", "kernels", "partition"]
-    st = subprocess.run(["git", "-C", str(harness.ROOT), "status", "--porcelain", *dirs], capture_output=True,
-                        text=True, timeout=30).stdout.split("\n")
-    diff = subprocess.run(["git", "-C", str(harness.ROOT), "diff", "HEAD", "--", *dirs], capture_output=True,
-                          timeout=60).stdout
+    st = [x for x in subprocess.run(["git", "-C", str(harness.ROOT), "status", "--porcelain", *dirs],
+                                    capture_output=True, text=True, timeout=30).stdout.split("\n") if x.strip()]
+    h = hashlib.sha256(subprocess.run(["git", "-C", str(harness.ROOT), "diff", "HEAD", "--", *dirs],
+                                      capture_output=True, timeout=60).stdout)
+    for x in st:
+        f = harness.ROOT / x[3:]
+        if x.startswith("??") and f.is_file():
+            h.update(x.encode() + f.read_bytes())
     head = subprocess.run(["git", "-C", str(harness.ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True, timeout=10).stdout.strip()
-    return {"head": head, "changed": [x for x in st if x.strip()], "diff_sha256": hashlib.sha256(diff).hexdigest()[:16],
+    return {"head": head, "changed": st, "diff_sha256": h.hexdigest()[:16] if st else "",
             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
@@ -705,7 +728,7 @@ def main() -> int:
         print(f"wrote {path}")
         return 0
     result = {"benchmark": "repartition", "args": vars(a), "webs": {}, "crawler": crawler_source(),
-              "worktree_at_start": worktree_state()}
+              "worktree_at_start": worktree_state(), "busy_at_start": top_cpu()}
     tmp = Path(tempfile.mkdtemp(prefix="abc-repart-"))
     all_same = True
     try:
@@ -719,7 +742,8 @@ def main() -> int:
                     t0 = time.time()
                     rounds.append(one_round(web, a.parts, tmp, f"{kind}-{run}", a.session_timeout))
                     print(f"[{kind} run {run + 1}/{a.runs}] done in {time.time() - t0:.0f} s: mpiexec wall "
-                          + ", ".join(f"{n} {rounds[-1][n]['mpiexec_wall_s']:.1f} s" for n in
+                          + ", ".join(f"{n} {rounds[-1][n]['mpiexec_wall_s']:.1f} s (tree {rounds[-1][n]['worktree']['head']}"
+                                      f"+{rounds[-1][n]['worktree']['diff_sha256'][:8] or 'clean'})" for n in
                                       ("page-hash", "page-GP", "site-hash", "site-GP")
                                       if "mpiexec_wall_s" in rounds[-1].get(n, {})), flush=True)
             entry = {"web": str(web), "web_size": web_size(web),
@@ -731,6 +755,7 @@ def main() -> int:
             result["webs"][kind] = entry
             print_volume(kind, web, a.parts, a.runs, entry)
             result["worktree_at_end"] = worktree_state()
+            result["busy_at_end"] = top_cpu()
             result["same_pages_all"] = all_same
             path = write_result(tag, result, a.out)
         print(f"wrote {path}")
