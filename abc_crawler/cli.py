@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from .config import SETTINGS
+from .config import DURATIONS, GROUPS, SETTINGS, SIZES, group_of, shown_default
 from .exceptions import AbcError
 
 __all__ = ["crawl_main", "build_parser"]
@@ -33,27 +33,49 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+_METAVARS = {"session_dir": "DIR", "resolve": "FILE", "url_filter": "FILE", "ca_bundle": "FILE", "previous": "SESSION",
+             "assign": "hash|site-hash|PARTVEC", "dashboard": "ADDR:PORT", "allowed_domains": "DOMAINS",
+             "proxy": "URL", "user_agent": "TEXT", "robots_token": "TOKEN", "contact": "URL-OR-EMAIL",
+             "accept_regex": "REGEX", "reject_regex": "REGEX", "delay_factor": "F", "stats_distance_error": "E"}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = _Parser(
         prog="abc-crawl",
+        usage="mpiexec -n K %(prog)s [options] SEEDS\n       mpiexec -n K %(prog)s --resume SESSION [options]",
         description="Crawl from SEEDS on every MPI rank (run under mpiexec -n K) and write a session directory.",
+        epilog="Sizes take units (10M, 1G: powers of 1,024; 10MB: of 1,000) and durations too (90s, 5m, 2h). "
+               "Every setting may also be given in a TOML file (--config), its key the flag's name.",
     )
-    p.add_argument("seeds", nargs="?", help="seeds file: one URL per line; blank lines and # comments are skipped")
+    p.add_argument("seeds", nargs="?", metavar="SEEDS",
+                   help="a seed URL (http:// or https://), or a seeds file: one URL per line; blank lines and # comments are skipped")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("--config", metavar="FILE", action="append",
                    help="TOML file with any of the settings below (flags win); may be given more than once, a later file wins "
                         "(e.g. the lab settings of lab.toml, then a file of your own)")
     p.add_argument("--resume", metavar="SESSION",
                    help="continue a crawl that was killed or stopped, from its newest checkpoint (same number of ranks; "
                         "its settings are reused, flags given now win)")
-    for s in SETTINGS:
+    groups = {title: p.add_argument_group(title) for title, _ in GROUPS}
+    by_name = {s.name: s for s in SETTINGS}
+    order = [n for _, names in GROUPS for n in names] + [s.name for s in SETTINGS if group_of(s.name) is None]
+    for s in (by_name[n] for n in order):
         flag = "--" + s.name.replace("_", "-")
-        default = "" if s.default is None else f" (default: {s.default})"
-        if s.type is bool:
-            p.add_argument(flag, dest=s.name, default=None, action=argparse.BooleanOptionalAction,
-                           help=s.help + default)
+        title = group_of(s.name)
+        where = p if title is None else groups[title]
+        if title is None:
+            text = argparse.SUPPRESS             # a test hook: accepted, not listed
         else:
-            p.add_argument(flag, dest=s.name, default=None, metavar=s.name.upper().replace("_", "-"),
-                           help=s.help + default)
+            text = s.help + ("" if s.default is None else f" (default: {shown_default(s)})")
+        if s.type is bool:
+            where.add_argument(flag, dest=s.name, default=None, action=argparse.BooleanOptionalAction, help=text)
+        else:
+            metavar = ("SIZE" if s.name in SIZES else "SECONDS" if s.name in DURATIONS
+                       else "{" + ",".join(s.choices) + "}" if s.choices else _METAVARS.get(s.name)
+                       or ("N" if s.type is int else s.name.upper().replace("_", "-")))
+            where.add_argument(flag, dest=s.name, default=None, metavar=metavar, help=text)
     return p
 
 

@@ -33,9 +33,11 @@ from typing import Any
 
 from .exceptions import ConfigError
 from .ownership import N_BUCKETS
+from .units import format_duration, format_size, parse_duration, parse_size
 
 __all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew", "robots_token_of", "config_paths",
-           "phase_seconds_of", "contact_kind", "user_agent_has_contact", "default_user_agent", "from_header"]
+           "phase_seconds_of", "contact_kind", "user_agent_has_contact", "default_user_agent", "from_header", "GROUPS",
+           "HIDDEN", "SIZES", "DURATIONS", "group_of", "shown_default"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("session_dir", str, None, "session directory to write (default sessions/<UTC timestamp>)"),
     Setting("resolve", str, None, "curl-style resolve file, lines HOST:PORT:ADDR; when given, only these hosts are ever contacted"),
     Setting("allowed_domains", str, None, "D[,D...]: only hosts equal to one of these domains or under it are in scope (IDNA-normalized)"),
-    Setting("url_filter", str, None, "file of +REGEX / -REGEX lines (# comments): the first regex found in a URL decides, no match rejects (Nutch's regex URL filter)"),
+    Setting("url_filter", str, None, "file of +REGEX / -REGEX lines (# comments): the first regex found in a URL decides, no match rejects (Nutch's regex URL filter); applied after --reject-regex and --accept-regex"),
+    Setting("accept_regex", str, None, "REGEX: only URLs in which it is found (re.search) are in scope (wget's --accept-regex); checked after --reject-regex, before --url-filter"),
+    Setting("reject_regex", str, None, "REGEX: URLs in which it is found are out of scope (wget's --reject-regex); checked first"),
     Setting("max_depth", int, None, "follow links at most this many hops from a seed (redirects do not count; sitemap URLs start at 0)", 0),
     Setting("allow_private_addresses", bool, False, "allow connections to loopback, private, link-local and other non-public addresses (an intranet crawl); without --resolve they are refused"),
     Setting("max_pages", int, None, "stop once this many URLs have been requested in all (the crawl never exceeds it)", 1),
@@ -90,7 +94,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_links_per_page", int, 10_000, "links taken from one page (the rest are counted and dropped)", 1),
     Setting("max_path_depth", int, 32, "URLs with more path segments are dropped as traps", 1),
     Setting("max_segment_repeats", int, 3, "URLs repeating one path segment more often are dropped as traps", 1),
-    Setting("max_pages_per_host", int, 100_000, "URLs of one host admitted in all (each rank admits its share, limit/ranks, under page-level assignment)", 1),
+    Setting("max_pages_per_host", int, 100_000, "URLs of one host admitted in all ranks together, whatever the assignment (a host over it gets exactly the limit)", 1),
     Setting("max_redirects", int, 10, "longest redirect chain followed from one URL", 0),
     Setting("max_retries", int, 2, "retries of a URL after a timeout, reset or 429/503", 0),
     Setting("retry_backoff_seconds", float, 1.0, "first back-off of a host after a retryable failure (doubles; Retry-After wins, capped at 60 s)", 0.0),
@@ -120,6 +124,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stats_max_pages", int, 20_000, "exact distances and SCCs (APSD/SCC, O(n^2) memory) cover the first N pages; SCCs and estimated distances of the whole graph cover every page", 1),
     Setting("stats_distance_error", float, 0.1, "target relative standard error of one HyperBall counter (whole-graph distance estimates): 2^b registers per node, b = ceil(log2((1.04/e)^2)) in 4..12", 0.02),
     Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),
+    Setting("log_level", str, "info", "messages at this level and above go to each rank's log file SESSION/logs/rank-NNNNN.log: debug, info, warning or error; errors also go to stderr, and the summary counts the warnings",
+            choices=("debug", "info", "warning", "error")),
     Setting("dashboard", str, None, "ADDR:PORT: rank 0 serves a live status page there (GET /, /status.json; POST /stop with the printed token); 127.0.0.1:0 picks a free port; a non-loopback address exposes it to the network"),
     Setting("warc", bool, True, "write per-rank WARC files"),
     Setting("gather_warc", bool, False, "at the end, stream every rank's finished WARC files to rank 0's session directory over MPI (verified against their SHA-256), for ranks on hosts without a shared file system"),
@@ -129,6 +135,51 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
+
+#: ``abc-crawl --help`` in groups by concern, in this order; every setting is in exactly one
+#: (tests/test_cli_units.py checks it). The test hooks (:data:`HIDDEN`) are accepted but not shown.
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("input and output", ("session_dir", "checkpoint_seconds", "warc", "warc_max_bytes", "warc_batch", "gather_warc",
+                          "previous")),
+    ("scope", ("resolve", "allowed_domains", "accept_regex", "reject_regex", "url_filter", "max_depth",
+               "allow_private_addresses", "sitemaps")),
+    ("HTTP", ("contact", "user_agent", "proxy", "ca_bundle", "timeout", "connect_timeout", "max_redirects", "max_retries",
+              "retry_backoff_seconds", "concurrency")),
+    ("politeness", ("politeness_delay", "delay_factor", "max_delay", "max_crawl_delay", "ip_politeness_delay",
+                    "active_hosts", "robots", "robots_token", "robots_retry_seconds", "host_max_failures")),
+    ("limits", ("max_pages", "time_limit", "max_pages_per_host", "max_body_bytes", "max_inflated_bytes",
+                "max_url_length", "max_links_per_page", "max_path_depth", "max_segment_repeats", "stall_seconds")),
+    ("assignment and phases", ("assign", "remap", "assign_buckets", "phases", "n_phases", "phase_seconds",
+                               "phase_warmup", "phase_guard", "slot_handover", "max_slot_cuts",
+                               "clock_refresh_seconds")),
+    ("supersteps and the frontier (tuning)", ("superstep_pages", "superstep_seconds", "batch_urls", "bucket_columns",
+                                              "bucket_rows", "window", "bucket_flush_seconds")),
+    ("statistics", ("stats", "stats_max_pages", "stats_distance_error")),
+    ("dashboard and logs", ("dashboard", "progress_seconds", "log_level")),
+)
+#: test hooks: accepted by the command line and the config file, not listed by --help
+HIDDEN: tuple[str, ...] = ("test_stall", "test_clock_skew", "test_rank_header", "test_crash")
+#: byte counts that take units (``10M``, ``1G``: :func:`abc_crawler.units.parse_size`)
+SIZES = frozenset({"max_body_bytes", "max_inflated_bytes", "warc_max_bytes"})
+#: seconds that take units (``90s``, ``2h``: :func:`abc_crawler.units.parse_duration`)
+DURATIONS = frozenset(s.name for s in SETTINGS if s.type is float) - {"delay_factor", "stats_distance_error"}
+
+
+def group_of(name: str) -> str | None:
+    """The --help group of a setting (None: a hidden test hook)."""
+    for title, names in GROUPS:
+        if name in names:
+            return title
+    return None
+
+
+def shown_default(s: Setting) -> str:
+    """A setting's default as --help shows it (sizes and durations with units)."""
+    if s.name in SIZES:
+        return format_size(s.default)
+    if s.name in DURATIONS and s.default is not None:
+        return format_duration(s.default)
+    return str(s.default)
 
 
 def _coerce(s: Setting, value: Any) -> Any:
@@ -151,9 +202,16 @@ def _coerce(s: Setting, value: Any) -> Any:
             raise ValueError(value)
         if s.type in (int, float) and isinstance(value, bool):
             raise ValueError(value)
-        v = s.type(value)
+        if s.name in SIZES:
+            v = parse_size(value)
+        elif s.name in DURATIONS:
+            v = parse_duration(value)
+        else:
+            v = s.type(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{flag}: expected {s.type.__name__}, got {value!r}") from None
+        what = ("bytes, or a number with K, M, G, T (1,024s) or kB, MB, GB (1,000s)" if s.name in SIZES else
+                "seconds, or a number with ms, s, m, h or d" if s.name in DURATIONS else s.type.__name__)
+        raise ConfigError(f"{flag}: expected {what}, got {value!r}") from None
     if s.minimum is not None and v < s.minimum:
         raise ConfigError(f"{flag}: must be >= {s.minimum:g}, got {v!r}")
     if s.choices is not None and v not in s.choices:
@@ -393,6 +451,12 @@ class CrawlConfig:
         if assign not in ("hash", "site-hash") and not Path(assign).exists():
             raise ConfigError(f"assign: expected hash, site-hash or an existing part-vector path, got {assign!r}")
         clock_skew(merged["test_clock_skew"], 0)
+        for name in ("accept_regex", "reject_regex"):
+            if merged[name] is not None:
+                try:
+                    re.compile(merged[name])
+                except re.error as exc:
+                    raise ConfigError(f"{name.replace('_', '-')}: bad regular expression {merged[name]!r}: {exc}") from None
         if merged["dashboard"] is not None:      # issue 24: ADDR:PORT checked once, here
             from .dashboard.server import parse_address
 

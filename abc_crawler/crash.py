@@ -291,6 +291,9 @@ def handle_crash(exc: BaseException, stream=None) -> int:
             comm.send_crash(rec, ACK_SECONDS)
         line = summary_line(rec, sd if path is not None else None)
         stream.write(f"abc-crawl: {line}\n")
+        from . import logs
+
+        logs.get("crash").error("%s\n%s", line, rec["traceback"].rstrip(), extra=logs.FILE_ONLY)
     stream.flush()
     if comm is not None and comm.size > 1:
         time.sleep(0.2)                   # let the launcher forward the line before the teardown

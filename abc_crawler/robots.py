@@ -52,6 +52,10 @@ from dataclasses import dataclass, field
 
 from protego import Protego
 
+from . import logs
+
+_log = logs.get("robots")
+
 __all__ = ["HostRobots", "RobotsCache", "RobotsRules", "robots_url", "robots_token", "check_token", "redirect_target",
            "permanent_failure",
            "encode_shared", "decode_shared", "SHARE_MAX_BYTES", "MAX_PARSE_BYTES", "MAX_REDIRECTS"]
@@ -303,6 +307,9 @@ class RobotsCache:
             if h.crawl_delay > self.max_crawl_delay:     # Nutch's fetcher.max.crawl.delay: skipped
                 h.state = "dead"
                 h.reason = "crawl_delay_too_long"
+                if fetched:
+                    _log.warning("host %s skipped: its robots.txt asks Crawl-delay %g s, more than --max-crawl-delay %g s",
+                                 host, h.crawl_delay, self.max_crawl_delay)
             if fetched:
                 h.sitemaps = list(h.rules.sitemaps)
         elif 300 <= status < 500:
@@ -311,10 +318,18 @@ class RobotsCache:
         elif status == 0 and permanent_failure(error):
             h.state = "dead"
             h.reason = error
+            if fetched:
+                _log.warning("host %s given up: its robots.txt could not be fetched (%s)", host, error)
         else:
             h.failures += 1
             if h.failures >= MAX_TRIES:
                 h.state = "dead"
+                if fetched:
+                    _log.warning("host %s given up: robots.txt failed %d times (last: %s); its URLs count as %s",
+                                 host, h.failures, error or f"status {status}", h.reason)
+            elif fetched:
+                _log.info("host %s: robots.txt %s, asked again in %g s", host, error or f"status {status}",
+                          self.retry_seconds * 2.0 ** min(h.failures - 1, 60))
             else:
                 h.state = "retry"
                 h.retry_at = now + self.retry_seconds * 2.0 ** min(h.failures - 1, 60)

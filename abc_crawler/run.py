@@ -34,6 +34,7 @@ from .scope import Scope, ScopeRules, read_seeds
 from .checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
 from .config import config_paths, phase_seconds_of, read_config_file
 from .stopping import describe_dropped, dropped_by_limits, stop_line
+from . import logs
 from .watchdog import STALL_EXIT
 from .gather import gather_warc
 from .tls import load_ca_bundle
@@ -42,6 +43,8 @@ from .session import (atomic_write_bytes, atomic_write_json, npz_bytes, prepare_
                       save_graph)
 
 __all__ = ["run_crawl"]
+
+_log = logs.get("run")
 
 
 def _utc() -> str:
@@ -198,7 +201,9 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         if _refused(comm, refusal):
             return 2
     subdirs = [d for d, use in (("warc", cfg.warc), ("checkpoint", cfg.checkpoint_seconds > 0)) if use]
-    problem = prepare_rank_dir(session_dir, comm.rank, subdirs, fresh=resume is None)
+    problem = prepare_rank_dir(session_dir, comm.rank, [*subdirs, "logs"], fresh=resume is None)
+    if problem is None:
+        logs.setup(session_dir, comm.rank, cfg.log_level)
     dashboard = None                        # issue 24: rank 0 listens now, so a busy address is refused like bad input
     if comm.rank == 0 and cfg.dashboard and problem is None:
         from .dashboard import Dashboard
@@ -245,6 +250,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
                      f"{p['seeds']} more seeds)")
         print(f"abc-crawl: {comm.size} rank(s), {what}, assignment {assignment.describe()}, "
               f"session {session_dir}", file=out)
+        print(f"abc-crawl: logs {Path(session_dir) / 'logs'}/ (--log-level {cfg.log_level})", file=out)
         if dashboard is not None:           # issue 24: serve from now on; the URL and the stop token
             crawler.rank0.dashboard = dashboard.start(assignment.describe())
             print(f"abc-crawl: dashboard {dashboard.url} stop token {dashboard.token}", file=out, flush=True)
@@ -253,33 +259,40 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
         crawler.sync_clock()
         # the warm-up of the phase rotation starts now on rank 0's clock, the same for every rank
         crawler.phase_clock.set_origin(comm.bcast(crawler.clock.shared() if comm.rank == 0 else None))
+    _log.info("rank %d of %d on host %s: %s, assignment %s, session %s", comm.rank, comm.size, host,
+              f"resumed from superstep {step}" if step >= 0 else f"{len(prep['seeds'])} seed(s)",
+              assignment.describe(), session_dir)
     if step < 0:
         crawler.t0 = time.monotonic()
     t_wall = time.time() - (time.monotonic() - crawler.t0)
     stopped = crawler.run()
     wall = time.time() - t_wall
     summaries = comm.gather(crawler.summary())
+    log_counts = comm.gather(logs.warning_counts())
     rows = comm.gather_bytes(crawler.validators.to_bytes())
     stats = None
     if comm.rank == 0:
         if progress is not None:
             progress.close()
         write_table(session_dir, rows)
-        stats = _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped)
+        stats = _write_session(cfg, crawler, summaries, wall, session_dir, assignment, stopped, log_counts)
         if stopped == "stalled":            # issue 28: a crash-style record of what waited
             rec = crash.stall_record(stats["stall"], crawler.superstep, cfg.as_dict())
             path = crash.write_record(session_dir, rec, crash.STALL_RECORD)
             print(f"abc-crawl: stopped by the stall watchdog: {rec['error']} (record: {path})", file=sys.stderr)
+            _log.warning("stopped by the stall watchdog: %s (record: %s)", rec["error"], path)
         if dashboard is not None:           # issue 24: the final figures, state "finished"
             dashboard.finish(stats, crawler.rank0.coordinator, crawler.superstep)
     status = _locate_files(comm, cfg, session_dir, hostnames, summaries, assignment, started, stopped, resumes)
     if stopped == "stalled":
         status = status or STALL_EXIT
+    _log.info("%s", stats["stop_line"] if stats else f"stopped: {stopped}")
     if comm.rank == 0:
         _print_summary(stats, session_dir, out)
         if dashboard is not None:           # issue 24
             dashboard.close()
     comm.barrier()
+    logs.close()
     return status
 
 
@@ -329,7 +342,7 @@ def _manifest(cfg, ranks, hostnames, assignment, started, ended, stopped, sessio
 
 
 def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float, session_dir: str,
-                   assignment, stopped: str) -> dict:
+                   assignment, stopped: str, log_counts: list[dict] | None = None) -> dict:
     """Rank 0: the graph, the exchange counters and ``stats.json`` (the manifest comes last, in _locate_files)."""
     co = crawler.rank0.coordinator
     sd = Path(session_dir)
@@ -413,6 +426,11 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     stats["dropped"] = dropped_by_limits(links, errors)
     stats["queued_at_stop"] = crawler.queued
     stats["stop_line"] = stop_line(stopped, crawler.queued, stats["dropped"])
+    # issue 34: what the ranks' log files hold at warning and above (SESSION/logs/rank-NNNNN.log)
+    counts = log_counts or []
+    stats["log"] = {"level": cfg.log_level, "warnings": sum(c.get("WARNING", 0) for c in counts),
+                    "errors": sum(c.get("ERROR", 0) + c.get("CRITICAL", 0) for c in counts),
+                    "per_rank": [c.get("WARNING", 0) for c in counts]}
     atomic_write_json(sd / "stats.json", stats)
     return stats
 
@@ -474,6 +492,9 @@ def _print_summary(stats: dict, session_dir: str, out) -> None:
         *graph_rows(g),
         ("errors", ", ".join(f"{k} {v}" for k, v in stats["errors"].items()) or "none"),
         *([("dropped by limits", describe_dropped(stats["dropped"]))] if stats["dropped"] else []),
+        *([("log warnings / errors", f"{stats['log']['warnings']:,} / {stats['log']['errors']:,} "
+            f"(in {Path(session_dir) / 'logs'}/rank-NNNNN.log)")] if stats.get("log", {}).get("warnings")
+          or stats.get("log", {}).get("errors") else []),
         ("session", session_dir),
     ]
     width = max(len(k) for k, _ in rows)

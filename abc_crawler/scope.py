@@ -30,6 +30,7 @@ resolve ``b.test:443`` with the system resolver.
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -304,11 +305,19 @@ class ScopeRules:
     domains: tuple[str, ...] | None = None
     url_filter: UrlFilter | None = None
     max_depth: int | None = None
+    accept_regex: str | None = None       # wget's --accept-regex: a URL must contain a match
+    reject_regex: str | None = None       # wget's --reject-regex: a URL must not
     _hosts: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _rx: tuple = field(default=(None, None), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_rx", tuple(None if p is None else re.compile(p)
+                                              for p in (self.accept_regex, self.reject_regex)))
 
     @property
     def active(self) -> bool:
-        return self.domains is not None or self.url_filter is not None
+        return (self.domains is not None or self.url_filter is not None or self.accept_regex is not None
+                or self.reject_regex is not None)
 
     def host_allowed(self, hostname: str) -> bool:
         """``hostname`` (as :func:`hostname_of` gives it) is one of the domains or under one."""
@@ -331,10 +340,29 @@ class ScopeRules:
             return "out_of_scope_domain"
         return None
 
+    def filter_flag(self, url: str) -> str | None:
+        r"""The URL filter that rejects the canonical ``url``, checked in this order: ``--reject-regex``
+        (found: out), ``--accept-regex`` (not found: out), ``--url-filter`` (its first matching rule
+        decides, none: out); None when all three let it in.
+
+        >>> r = ScopeRules(accept_regex=r"/docs/", reject_regex=r"\.pdf$")
+        >>> [r.filter_flag(u) for u in ("http://a.test/docs/x", "http://a.test/docs/x.pdf", "http://a.test/y")]
+        [None, '--reject-regex', '--accept-regex']
+        """
+        accept, reject = self._rx
+        if reject is not None and reject.search(url):
+            return "--reject-regex"
+        if accept is not None and not accept.search(url):
+            return "--accept-regex"
+        if self.url_filter is not None and not self.url_filter.accepts(url):
+            return "--url-filter"
+        return None
+
     def reason(self, url: str) -> str | None:
-        """Why the canonical http(s) ``url`` is out of the user's scope, or None."""
+        """Why the canonical http(s) ``url`` is out of the user's scope, or None: the host's domain
+        first, then the URL filters (:meth:`filter_flag`), all counted as ``out_of_scope_filter``."""
         why = self.host_reason(url)
-        if why is None and self.url_filter is not None and not self.url_filter.accepts(url):
+        if why is None and (self.url_filter is not None or self._rx != (None, None)) and self.filter_flag(url):
             why = "out_of_scope_filter"
         return why
 
@@ -342,7 +370,7 @@ class ScopeRules:
     def from_config(cls, cfg) -> "ScopeRules":
         """Rank 0: the rules of a :class:`~abc_crawler.config.CrawlConfig` (reads ``--url-filter``)."""
         flt = UrlFilter.from_file(cfg.url_filter) if cfg.url_filter else None
-        return cls(parse_domains(cfg.allowed_domains), flt, cfg.max_depth)
+        return cls(parse_domains(cfg.allowed_domains), flt, cfg.max_depth, cfg.accept_regex, cfg.reject_regex)
 
 
 @dataclass(frozen=True)
@@ -359,16 +387,21 @@ def read_seeds(path: str, scope: Scope, rules: ScopeRules | None = None) -> tupl
     """Canonical seed URLs of a seeds file and one problem per bad line.
 
     Blank lines and ``#`` comments are skipped; a seed the scope ``rules``
-    reject is a bad line too. Raises :class:`SeedError` when the file is missing
-    or holds no usable seed.
+    reject is a bad line too. ``path`` may also be one seed URL (``http://`` or
+    ``https://``, as ``abc-crawl https://example.org/`` takes it). Raises
+    :class:`SeedError` when the file is missing or holds no usable seed.
     """
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except FileNotFoundError:
-        raise SeedError(f"{path}: seeds file not found") from None
-    except OSError as exc:
-        raise SeedError(f"{path}: cannot read seeds file ({exc.strerror})") from None
+    if scheme_of(path.strip()) in ("http", "https") and not os.path.exists(path):
+        lines, path = [path.strip()], "SEEDS"
+    else:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except FileNotFoundError:
+            hint = "" if "://" in path else " (a seed URL starts with http:// or https://)"
+            raise SeedError(f"{path}: seeds file not found{hint}") from None
+        except OSError as exc:
+            raise SeedError(f"{path}: cannot read seeds file ({exc.strerror})") from None
     seeds: list[str] = []
     seen: set[str] = set()
     problems: list[SeedProblem] = []
@@ -400,7 +433,7 @@ def read_seeds(path: str, scope: Scope, rules: ScopeRules | None = None) -> tupl
             continue
         why = rules.reason(url) if rules is not None else None
         if why is not None:
-            what = "--allowed-domains" if why == "out_of_scope_domain" else "--url-filter"
+            what = "--allowed-domains" if why == "out_of_scope_domain" else rules.filter_flag(url)
             problems.append(SeedProblem(path, lineno, f"{url} is outside {what} (out of scope)"))
             continue
         if url not in seen:

@@ -24,6 +24,9 @@ from .links import LinkClassifier
 from .pages import PageProcessor
 from .routing import Router
 from .slots import LEASE_POLL_SECONDS, SlotGate
+from .. import logs
+
+_log = logs.get("fetching")
 
 __all__ = ["Batch", "BatchRunner", "GAP_NOTED"]
 
@@ -373,6 +376,8 @@ class BatchRunner:
             return
         if action == "dead_host":
             st.dead = True                       # given up: its other URLs are counted, not fetched
+            _log.warning("host %s given up after %d transport failures in a row (last: %s on %s)", host,
+                         st.fails, r.error, r.url)
         self.attempts.pop(idx, None)
         self.frontier.complete(idx)
         self.process(r)

@@ -29,6 +29,7 @@ from ..exchange import Communicator
 from ..fetcher import Fetcher
 from ..frontier import Frontier
 from ..ipgroups import Groups
+from .. import logs
 from ..ownership import Assignment
 from ..phases import HolderTable, PhaseClock, uses_phases
 from ..politeness import warm_slot_needed
@@ -42,6 +43,8 @@ from ..validators import PreviousShare, ValidatorLog
 from ..warc import RankWarc, warcinfo_fields
 from . import state
 from .counters import RankCounters
+
+_log = logs.get("crawl")
 from .decisions import budget_by_work, budget_share
 from .fetching import BatchRunner
 from .hosts import HostTable
@@ -448,8 +451,10 @@ class RankCrawler:
     # -- checkpoints and the summary ---------------------------------------------------------------
     def write_checkpoint(self) -> None:
         """Save this rank's state after the current superstep's exchange."""
+        t = time.monotonic()
         state.save(self)
         self._last_ckpt = time.monotonic()
+        _log.debug("checkpoint of superstep %d written in %.3f s", self.superstep, self._last_ckpt - t)
 
     def restore(self, superstep: int) -> None:
         """Continue from this rank's checkpoint of ``superstep`` (all ranks call it with the same one)."""
