@@ -1,30 +1,162 @@
-"""Link extraction with lxml.
+r"""Link extraction with lxml: every kind of link, with its kind kept.
 
-:func:`extract_links` returns the hrefs of ``<a>`` and ``<area>`` elements
-(resolved later against the page's base URL), separated into followed links
-and ``rel=nofollow`` ones; ``<base href>`` sets the base; a ``<meta
-name="robots">`` with ``nofollow`` or ``none`` turns every link into a
-nofollow link. The HTML parser recovers from malformed markup and never
-touches the network.
+:func:`extract_links` returns a page's references (resolved later against the
+page's base URL) by kind, Heritrix's hop codes in brackets:
+
+* navigation (``L``): ``<a>``/``<area>`` href, separated into followed links and
+  ``rel=nofollow`` ones (a ``<meta name="robots">`` with ``nofollow`` or ``none``
+  makes every one nofollow), and ``<link rel=canonical|alternate|next|prev>``
+  (``related``);
+* embeds, the page's requisites (``E``): ``<link>`` href of a stylesheet, icon,
+  preload, modulepreload or manifest; ``img`` src and srcset; ``picture``/
+  ``source``/``video``/``audio``/``track`` src and srcset, ``video`` poster;
+  ``script`` src; ``iframe``/``frame`` src; ``embed`` src; ``object`` data;
+  ``url()`` and ``@import`` in ``<style>`` blocks and ``style`` attributes;
+* refresh (``R``): ``<meta http-equiv=refresh content="N; url=...">``.
+
+``<base href>`` sets the base. CSS files (``text/css``) give their ``url()`` and
+``@import`` references through :func:`css_links`; the ``Link`` and ``Refresh``
+HTTP headers through :func:`header_links`. Only HTML, XHTML and CSS bodies are
+parsed (:func:`parsed_kind`). The HTML parser recovers from malformed markup and
+never touches the network.
 
 Examples
 --------
 >>> p = extract_links(b'<base href="/d/"><a href="x.html">x</a><a rel="nofollow" href="y">y</a>')
 >>> p.base, p.links, p.nofollow
 ('/d/', ['x.html'], ['y'])
+>>> p = extract_links(b'<link rel=stylesheet href=s.css><img src=a.png srcset="b.png 2x, c.png 3x">'
+...                   b'<div style="background: url(bg.png)"></div><meta http-equiv=Refresh content="0; URL=\'n.html\'">')
+>>> p.embeds, p.refresh
+(['s.css', 'a.png', 'b.png', 'c.png', 'bg.png'], ['n.html'])
+>>> css_links(b'@import "base.css"; /* url(no.png) */ body { background: url( \'i.png\' ) }')
+['base.css', 'i.png']
 """
 from __future__ import annotations
 
 import codecs
+import re
 from dataclasses import dataclass, field
 from itertools import chain
 
 from lxml import etree
 
-__all__ = ["ParsedPage", "extract_links", "charset_of", "HTML_TYPES", "is_html"]
+__all__ = ["ParsedPage", "extract_links", "charset_of", "HTML_TYPES", "is_html", "is_css", "css_links",
+           "header_links", "refresh_url", "srcset_urls", "NAV", "EMBED", "REDIRECT", "REFRESH", "KIND_NAMES",
+           "HOP_CODES"]
 
 #: content types parsed for links (XHTML is parsed by the same forgiving HTML parser)
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+CSS_TYPE = "text/css"
+
+#: the kind of an edge (graph.npz ``edge_kind``, stats.json ``links_by_kind``): navigation (a link a
+#: reader follows), embed (a requisite the page needs to render), an HTTP redirect, a refresh
+#: (``<meta http-equiv=refresh>`` or the ``Refresh`` header)
+NAV, EMBED, REDIRECT, REFRESH = 0, 1, 2, 3
+KIND_NAMES = ("navigation", "embed", "redirect", "refresh")
+#: Heritrix's hop code of each kind (a refresh is a redirect there)
+HOP_CODES = ("L", "E", "R", "R")
+
+_EMBED_RELS = frozenset({"stylesheet", "icon", "shortcut", "apple-touch-icon", "apple-touch-icon-precomposed",
+                         "mask-icon", "preload", "modulepreload", "manifest"})
+_NAV_RELS = frozenset({"canonical", "alternate", "next", "prev", "previous"})
+#: elements whose ``src`` is a requisite
+_SRC_TAGS = frozenset({"img", "script", "iframe", "frame", "embed", "source", "video", "audio", "track", "input"})
+_SRCSET_TAGS = frozenset({"img", "source"})
+_CSS_URL = re.compile(rb"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))\s*\)|@import\s+(?:"([^"]*)"|'([^']*)')""",
+                      re.I)
+_CSS_COMMENT = re.compile(rb"/\*.*?(?:\*/|\Z)", re.S)
+_STYLE_ATTR = re.compile(rb"style\s*=", re.I)
+
+
+def is_css(content_type: str) -> bool:
+    """True for ``text/css`` (lower case, parameters dropped): parsed for ``url()`` and ``@import``."""
+    return content_type == CSS_TYPE
+
+
+def css_links(css: bytes | str) -> list[str]:
+    """The ``url()`` and ``@import`` references of a style sheet (comments skipped), in order.
+    ``@import url(x)`` is found as ``url(x)``; escapes are not undone (rare in URLs)."""
+    if isinstance(css, str):
+        css = css.encode("utf-8", "replace")
+    if b"url" not in css.lower() and b"@import" not in css.lower():
+        return []
+    css = _CSS_COMMENT.sub(b" ", css)
+    out = []
+    for m in _CSS_URL.finditer(css):
+        ref = next(g for g in m.groups() if g is not None).strip()
+        if ref:
+            out.append(ref.decode("utf-8", "replace"))
+    return out
+
+
+def srcset_urls(srcset: str) -> list[str]:
+    """The image candidates' URLs of a ``srcset`` (HTML's parsing: a URL runs to whitespace; commas
+    that end it are dropped; descriptors run to the next comma outside parentheses).
+
+    >>> srcset_urls("a.png 1x, b.png 2x,c.png"), srcset_urls(" x,y.png 100w ,z.png")
+    (['a.png', 'b.png', 'c.png'], ['x,y.png', 'z.png'])
+    """
+    out, i, n = [], 0, len(srcset)
+    while i < n:
+        while i < n and (srcset[i].isspace() or srcset[i] == ","):
+            i += 1
+        j = i
+        while j < n and not srcset[j].isspace():
+            j += 1
+        url = srcset[i:j]
+        if url.endswith(","):
+            url = url.rstrip(",")
+            i = j
+        else:
+            depth, i = 0, j
+            while i < n and (depth or srcset[i] != ","):
+                depth += srcset[i] == "("
+                depth -= srcset[i] == ")" and depth > 0
+                i += 1
+        if url:
+            out.append(url)
+    return out
+
+
+def refresh_url(content: str) -> str | None:
+    """The URL of a refresh (``<meta http-equiv=refresh content=...>`` or the ``Refresh`` header):
+    ``N; url=URL``, ``N, URL``, quotes allowed; None for a plain reload (no URL).
+
+    >>> refresh_url("5; url=http://a.test/n"), refresh_url("0;URL='x.html'"), refresh_url("3"), refresh_url("1, y")
+    ('http://a.test/n', 'x.html', None, 'y')
+    """
+    m = re.match(r"\s*[0-9.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)$", content, re.I | re.S)
+    rest = m.group(1).strip() if m else ""
+    if rest[:1] in ("'", '"'):
+        q = rest[0]
+        rest = rest[1:].split(q, 1)[0]
+    return rest.strip() or None
+
+
+def header_links(link: str | None, refresh: str | None) -> tuple[list[str], list[str], list[str]]:
+    """``(embeds, navigation, refresh)`` of the ``Link`` (RFC 8288: ``<URL>; rel=...``, several
+    comma-separated) and ``Refresh`` headers of an answer.
+
+    >>> header_links('<s.css>; rel="stylesheet", </n>; rel=canonical, <p.js>; rel=preload; as=script', "0; url=/r")
+    (['s.css', 'p.js'], ['/n'], ['/r'])
+    """
+    embeds: list[str] = []
+    nav: list[str] = []
+    if link:
+        for m in re.finditer(r"<([^>]*)>([^<]*)", link):
+            params = m.group(2)
+            rel = re.search(r";\s*rel\s*=\s*(?:\"([^\"]*)\"|([^;,\s]*))", params, re.I)
+            rels = set(((rel.group(1) or rel.group(2) or "") if rel else "").lower().split())
+            ref = m.group(1).strip()
+            if not ref:
+                continue
+            if rels & _EMBED_RELS:
+                embeds.append(ref)
+            elif rels & _NAV_RELS:
+                nav.append(ref)
+    target = refresh_url(refresh) if refresh else None
+    return embeds, nav, [target] if target else []
 
 
 def is_html(content_type: str) -> bool:
@@ -63,6 +195,9 @@ class ParsedPage:
     links: list[str] = field(default_factory=list)
     nofollow: list[str] = field(default_factory=list)
     meta_nofollow: bool = False
+    embeds: list[str] = field(default_factory=list)      # requisites, in document order
+    related: list[str] = field(default_factory=list)     # <link rel=canonical|alternate|next|prev>
+    refresh: list[str] = field(default_factory=list)     # <meta http-equiv=refresh> targets
 
 
 _PARSERS: dict[str, etree.HTMLParser] = {}
@@ -96,12 +231,18 @@ def _parser(encoding: str | None) -> etree.HTMLParser:
     return p
 
 
-def extract_links(body: bytes, encoding: str | None = None, *, _get=etree._Element.get) -> ParsedPage:
-    """Hrefs of a page body (not yet joined with the page URL).
+_TAGS = ("a", "area", "base", "meta", "link", "img", "source", "video", "audio", "track", "script", "iframe",
+         "frame", "embed", "object", "style", "input")
+
+
+def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool = True,
+                  _get=etree._Element.get) -> ParsedPage:
+    """References of a page body by kind (not yet joined with the page URL).
 
     ``encoding`` is the charset of the HTTP Content-Type header, which takes
     precedence over a ``<meta charset>`` in the page (HTML's encoding sniffing
-    order); without it lxml uses the page's own declaration.
+    order); without it lxml uses the page's own declaration. ``requisites=False``
+    leaves ``embeds`` empty (``--no-page-requisites``).
     """
     if not body or not body.strip():
         return ParsedPage(ok=False)
@@ -120,10 +261,49 @@ def extract_links(body: bytes, encoding: str | None = None, *, _get=etree._Eleme
     meta_nofollow = False
     links: list[str] = []
     nofollow: list[str] = []
+    embeds: list[str] = []
+    related: list[str] = []
+    refresh: list[str] = []
     # (``_get(el, name)``, the unbound method, costs less than ``el.get(name)``: the bound-method
     # lookup on an lxml element was a third of the walk, bench/parser_micro.py)
-    for el in _iter_document(root, "a", "area", "base", "meta"):
+    for el in _iter_document(root, *_TAGS):
         tag = el.tag
+        if tag in _SRC_TAGS or tag == "object" or tag == "style" or tag == "link":
+            if tag == "link":
+                href = _get(el, "href")
+                rels = set((_get(el, "rel") or "").lower().split())
+                if href and href.strip():
+                    if rels & _EMBED_RELS:
+                        if requisites:
+                            embeds.append(href.strip())
+                    elif rels & _NAV_RELS:
+                        related.append(href.strip())
+            elif not requisites:
+                pass
+            elif tag == "style":
+                if el.text:
+                    embeds.extend(css_links(el.text))
+            elif tag == "object":
+                data = _get(el, "data")
+                if data and data.strip():
+                    embeds.append(data.strip())
+            elif tag == "input":
+                src = _get(el, "src")
+                if src and src.strip() and (_get(el, "type") or "").strip().lower() == "image":
+                    embeds.append(src.strip())
+            else:
+                src = _get(el, "src")
+                if src and src.strip():
+                    embeds.append(src.strip())
+                if tag in _SRCSET_TAGS:
+                    srcset = _get(el, "srcset")
+                    if srcset:
+                        embeds.extend(srcset_urls(srcset))
+                elif tag == "video":
+                    poster = _get(el, "poster")
+                    if poster and poster.strip():
+                        embeds.append(poster.strip())
+            continue
         if tag == "a" or tag == "area":
             href = _get(el, "href")
             if href:
@@ -135,6 +315,10 @@ def extract_links(body: bytes, encoding: str | None = None, *, _get=etree._Eleme
         elif tag == "base":
             if base_el is None and _get(el, "href") is not None:
                 base_el = el                          # the first <base> with an href, even an empty one
+        elif tag == "meta" and (equiv := _get(el, "http-equiv")) is not None and equiv.strip().lower() == "refresh":
+            target = refresh_url(_get(el, "content") or "")
+            if target:
+                refresh.append(target)
         elif not meta_nofollow:
             name = _get(el, "name")
             if name is not None and name.translate(_ROBOTS_FOLD) == "robots":
@@ -150,5 +334,11 @@ def extract_links(body: bytes, encoding: str | None = None, *, _get=etree._Eleme
         page.meta_nofollow = True
         nofollow = [h for el in _iter_document(root, "a", "area") if (h := _get(el, "href"))]
         links = []
+    if requisites and _STYLE_ATTR.search(body):     # style="..." attributes: url() in inline CSS
+        for el in _iter_document(root):
+            style = _get(el, "style") if isinstance(el.tag, str) else None
+            if style and "url" in style.lower():
+                embeds.extend(css_links(style))
     page.links, page.nofollow = links, nofollow
+    page.embeds, page.related, page.refresh = embeds, related, refresh
     return page

@@ -327,12 +327,12 @@ class RobotsCache:
                 if fetched:
                     _log.warning("host %s given up: robots.txt failed %d times (last: %s); its URLs count as %s",
                                  host, h.failures, error or f"status {status}", h.reason)
-            elif fetched:
-                _log.info("host %s: robots.txt %s, asked again in %g s", host, error or f"status {status}",
-                          self.retry_seconds * 2.0 ** min(h.failures - 1, 60))
             else:
                 h.state = "retry"
                 h.retry_at = now + self.retry_seconds * 2.0 ** min(h.failures - 1, 60)
+                if fetched:
+                    _log.info("host %s: robots.txt %s, asked again in %g s", host, error or f"status {status}",
+                              h.retry_at - now)
 
     def take_sitemaps(self, host: str) -> list[str]:
         """The ``Sitemap`` lines of the robots.txt this rank fetched for ``host``, once."""
