@@ -3,7 +3,8 @@
 Rank 0 serves a status page from a thread that never blocks the crawl
 (``docs/DASHBOARD.md``): ``GET /`` (the page: statistics, per-rank bars, the
 exchange over supersteps, degree distributions, errors, busiest hosts, drawn
-by the page itself), ``GET /status.json`` (every figure, live) and
+by the page itself), ``GET /status.json`` (every figure, live), ``GET /metrics``
+(the same, for Prometheus) and
 ``POST /stop`` (the same graceful stop as SIGTERM, with the token printed at
 the start).
 
@@ -17,6 +18,8 @@ Modules
     ``/status.json`` as a pure function of those inputs.
 :mod:`.publisher`
     :class:`Dashboard`: a snapshot per superstep (rate-limited), handed to the server.
+:mod:`.metrics`
+    ``/metrics``: the same snapshot in the Prometheus text format (``prometheus_client``).
 :mod:`.server`
     The HTTP server thread, its routes, limits and the stop token.
 :mod:`.page`

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from ..exceptions import AbcError
 from .server import StatusServer, parse_address
 from .snapshot import MAX_POINTS, build_snapshot, merge_errors, merge_hosts
-from .sources import ExchangeSeries, graph_summary
+from .sources import ExchangeSeries, graph_summary, kernel_lag
 from .vitals import decode_vitals
 
 __all__ = ["Dashboard", "RANK_KEYS", "WATCHED_SECONDS"]
@@ -33,8 +33,12 @@ __all__ = ["Dashboard", "RANK_KEYS", "WATCHED_SECONDS"]
 WATCHED_SECONDS = 10.0
 
 #: the keys of each ``per_rank`` entry of ``/status.json`` (None until the rank was heard from)
-RANK_KEYS = ("rank", "superstep", "seen_s", "pages_ok", "pages_failed", "bytes", "requests", "queued", "frontier",
-             "outbox", "in_flight", "idle_s", "idle_slot_s", "exchange_s", "errors_total")
+RANK_KEYS = ("rank", "superstep", "seen_s", "pages_ok", "pages_failed", "bytes", "requests", "responses", "retries",
+             "queued", "frontier", "outbox", "in_flight", "idle_s", "idle_slot_s", "idle_rest_s", "idle_empty_s",
+             "exchange_s", "errors_total")
+#: the keys of a ``per_rank`` entry taken from the rank's vitals as they are
+_VITAL_KEYS = ("pages_ok", "pages_failed", "bytes", "requests", "queued", "frontier", "outbox", "in_flight", "idle_s",
+               "idle_slot_s", "idle_rest_s", "idle_empty_s", "exchange_s")
 
 
 def _utc() -> str:
@@ -46,16 +50,22 @@ def _sigterm() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def rank_entry(r: int, v: dict | None, seen_s: float | None) -> dict:
-    """One ``per_rank`` entry from a rank's vitals (all None but ``rank`` when there are none)."""
+def rank_entry(r: int, v: dict | None, seen_s: float | None, responses: int | None = None) -> dict:
+    """One ``per_rank`` entry from a rank's vitals (all None but ``rank`` when there are none).
+
+    ``responses``: the rank's page requests answered as the coordinator's reports count them
+    (unless the vitals say); ``retries`` are its ``retried_*`` errors (unless the vitals say)."""
     e = dict.fromkeys(RANK_KEYS)
     e["rank"] = r
     if v is not None:
-        for k in RANK_KEYS[3:-1]:
+        for k in _VITAL_KEYS:
             e[k] = v.get(k)
         e["superstep"] = v.get("superstep")
         e["seen_s"] = seen_s
-        e["errors_total"] = sum((v.get("errors") or {}).values())
+        errors = v.get("errors") or {}
+        e["errors_total"] = sum(errors.values())
+        e["responses"] = v.get("responses", responses)
+        e["retries"] = v["retries"] if "retries" in v else sum(n for k, n in errors.items() if k.startswith("retried_"))
     return e
 
 
@@ -137,7 +147,9 @@ class Dashboard:
             self.history = self.history[::-2][::-1]      # every other point, the newest kept
         self.exchange.update(coordinator, step)
         stopping = self.server.stop_requested or g.get("signal", 0) > 0
-        self._publish("stopping" if stopping else "running", graph_summary(coordinator), elapsed)
+        summary = graph_summary(coordinator)
+        self._publish("stopping" if stopping else "running", summary, elapsed,
+                      kernels=kernel_lag(coordinator, summary))
         self._last = now
 
     def _take_vitals(self) -> None:
@@ -151,17 +163,20 @@ class Dashboard:
         self._raw = None
 
     def _publish(self, state: str, graph: dict | None, elapsed: float, stopped: str | None = None,
-                 errors: dict | None = None, dropped: dict | None = None) -> None:
+                 errors: dict | None = None, dropped: dict | None = None, kernels: dict | None = None) -> None:
         self.seq += 1
+        answered = self.exchange.responses or []
         snap = build_snapshot(
             seq=self.seq, meta=self.meta, state=state, stopped=stopped, elapsed=elapsed, superstep=self._step,
             totals=self._totals,
-            ranks=[rank_entry(r, v, s) for r, (v, s) in enumerate(zip(self._vitals, self._seen))],
+            ranks=[rank_entry(r, v, s, answered[r] if r < len(answered) else None)
+                   for r, (v, s) in enumerate(zip(self._vitals, self._seen))],
             exchange=self.exchange.as_dict(), graph=graph,
             errors=errors if errors is not None else merge_errors([(v or {}).get("errors") for v in self._vitals]),
             hosts=merge_hosts([(v or {}).get("hosts") for v in self._vitals]),
             history=self.history, updated=_utc(), stall=self._stall,
-            dropped=dropped if dropped is not None else merge_errors([(v or {}).get("dropped") for v in self._vitals]))
+            dropped=dropped if dropped is not None else merge_errors([(v or {}).get("dropped") for v in self._vitals]),
+            kernels=kernels)
         self.server.publish(snap, finished=state == "finished")
 
     def finish(self, stats: dict, coordinator, step: int) -> None:
@@ -173,7 +188,8 @@ class Dashboard:
             v = dict(self._vitals[r] or {})
             v.update({"pages_ok": pr.get("pages"), "bytes": pr.get("bytes"), "requests": pr.get("requests"),
                       "superstep": step})
-            v.update({k: pr[k] for k in ("idle_s", "idle_slot_s", "exchange_s") if k in pr})
+            v.update({k: pr[k] for k in ("idle_s", "idle_slot_s", "idle_rest_s", "idle_empty_s", "exchange_s",
+                                         "responses", "retries") if k in pr})
             self._vitals[r] = v
         self._totals = dict(self._totals, requests=stats["requests"], pages_ok=stats["pages_crawled"],
                             pages_failed=stats["pages_failed"], bytes=stats["bytes_stored"],
@@ -181,8 +197,12 @@ class Dashboard:
         wall = float(stats.get("wall_s", 0.0))
         self.history.append((round(wall, 2), stats["requests"], stats["bytes_stored"]))
         self._stall = stats.get("stall") if stats.get("stopped") == "stalled" else None
+        g = stats.get("graph") or {}
+        kernels = ({"nodes_behind": 0, "max_delay_s": g.get("kernel_max_delay_s"), "lag_s": g["kernel_lag_s"]}
+                   if g.get("kernel_lag_s") is not None else None)
         self._publish("finished", stats.get("graph"), wall, stopped=stats.get("stopped"),
-                      errors=merge_errors([stats.get("errors", {})]), dropped=stats.get("dropped", {}))
+                      errors=merge_errors([stats.get("errors", {})]), dropped=stats.get("dropped", {}),
+                      kernels=kernels)
 
     def close(self) -> None:
         self.server.close()

@@ -5,6 +5,7 @@ method   path                  answer
 =======  ====================  =================================================================
 GET      ``/``                 the dashboard page (HTML, its style and script inline)
 GET      ``/status.json``      the latest snapshot (``docs/DASHBOARD.md``)
+GET      ``/metrics``          the same snapshot in the Prometheus text format (:mod:`.metrics`)
 POST     ``/stop``             with the stop token (form field ``token``): the same graceful
                                stop as SIGTERM; 202, or 403 without the right token
 =======  ====================  =================================================================
@@ -19,7 +20,7 @@ the dashboard through DNS rebinding (421 otherwise).
 
 The crawl loop hands over a snapshot with :meth:`StatusServer.publish` (one
 reference assignment); request threads read the latest one and serialize
-it, caching the JSON per snapshot. No lock is taken while a
+it, caching the JSON (and the ``/metrics`` text) per snapshot. No lock is taken while a
 request is served. Each connection has its own thread (at most
 :data:`MAX_CONNECTIONS` at once; more are answered 503 and closed) and a
 socket timeout, so a slow client holds nothing but its own thread.
@@ -54,7 +55,7 @@ MAX_CONNECTIONS = 16
 #: seconds a connection may stay silent before it is closed
 SOCKET_TIMEOUT = 10.0
 _NO_STORE = "no-store"                   # nothing is cached by a browser: every answer is live
-_GET_PATHS = ("/", "/status.json")
+_GET_PATHS = ("/", "/status.json", "/metrics")
 
 
 def parse_address(spec: str) -> tuple[str, int]:
@@ -117,11 +118,21 @@ class Published:
     data: dict
     finished: bool = False
     _json: bytes | None = None
+    _metrics: bytes | None = None
 
     def json_bytes(self) -> bytes:
         if self._json is None:
             self._json = (json.dumps(self.data, separators=(",", ":"), allow_nan=False) + "\n").encode()
         return self._json
+
+    def metrics_bytes(self) -> bytes:
+        """``GET /metrics``: the snapshot in the Prometheus text format (prometheus_client is imported on the
+        first scrape: a crawl nobody scrapes does not pay for it)."""
+        if self._metrics is None:
+            from .metrics import exposition
+
+            self._metrics = exposition(self.data)
+        return self._metrics
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -219,7 +230,13 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(200, app.page.html, "text/html; charset=utf-8",
                                   {"Content-Security-Policy": app.page.csp})
             app.polls += 1
-            return self._send(200, app.latest.json_bytes(), "application/json")
+            latest = app.latest
+            if path == "/metrics":
+                from .metrics import CONTENT_TYPE
+
+                app.scrapes += 1
+                return self._send(200, latest.metrics_bytes(), CONTENT_TYPE)
+            return self._send(200, latest.json_bytes(), "application/json")
         if path == "/stop":
             if self.command != "POST":
                 return self._error(405, f"{self.command} is not allowed on /stop", {"Allow": "POST"})
@@ -277,7 +294,7 @@ class StatusServer:
         self.page = Page.load()
         self.latest = Published(0, first or {"schema": 1, "seq": 0, "state": "starting"})
         self.stop_requested = False
-        self.requests = self.polls = self.refused = self.refused_stops = self.disconnects = 0
+        self.requests = self.polls = self.scrapes = self.refused = self.refused_stops = self.disconnects = 0
         self.httpd = _HTTPServer((host, port), _Handler, self, family)
         self._thread: threading.Thread | None = None
 

@@ -56,10 +56,12 @@ class VitalsSender:
         self._hosts_at = float("-inf")
 
     def encode(self, status, *, rank: int, superstep: int, elapsed_s: float, errors: dict, idle_s: float,
-               idle_slot_s: float, exchange_s: float, hosts, dropped: dict | None = None) -> bytes:
+               idle_slot_s: float, exchange_s: float, hosts, dropped: dict | None = None,
+               idle_rest_s: float | None = None, idle_empty_s: float | None = None) -> bytes:
         """This rank's vitals: its own status vector ``status`` (before the reduction), its errors by
         kind, idle and exchange seconds, and ``hosts()`` — its busiest hosts as :func:`top_hosts`
-        gives them, asked for at most once per ``hosts_seconds``."""
+        gives them, asked for at most once per ``hosts_seconds``. ``idle_rest_s`` / ``idle_empty_s``
+        (the rest of ``idle_s`` by cause: hosts resting, nothing queued) are null when not given."""
         now = time.monotonic()
         if now - self._hosts_at >= self.hosts_seconds:
             self._hosts = hosts()
@@ -71,6 +73,8 @@ class VitalsSender:
             "bytes": st["bytes"], "queued": st["work"], "frontier": st["frontier"], "outbox": st["outbox"],
             "in_flight": st["work"] - st["frontier"] - st["outbox"],
             "idle_s": round(idle_s, 3), "idle_slot_s": round(idle_slot_s, 3), "exchange_s": round(exchange_s, 3),
+            "idle_rest_s": None if idle_rest_s is None else round(idle_rest_s, 3),
+            "idle_empty_s": None if idle_empty_s is None else round(idle_empty_s, 3),
             "errors": dict(errors), "hosts": self._hosts, "dropped": dict(dropped or {}),
         }, separators=(",", ":")).encode()
 
