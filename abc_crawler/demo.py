@@ -10,6 +10,10 @@ Steps (each one a real command a user can run by hand; they are printed):
    vector — session 2; ``abc-report`` compares them (when the partitioning
    tools are installed).
 
+It ends by printing where to look: each rank's log (``SESSION/logs/``), the crawl log
+(``SESSION/logs/crawl/``, merged by ``abc-report SESSION --crawl-log``) and how to get the
+Prometheus metrics (the demo runs no dashboard: ``--dashboard 127.0.0.1:0``, then ``/metrics``).
+
 Nothing outside 127.0.0.1 is contacted: the crawl runs with a resolve list.
 """
 from __future__ import annotations
@@ -40,6 +44,28 @@ def _bin(name: str) -> str:
 def _run(cmd: list[str], timeout: float) -> None:
     print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
     subprocess.run(cmd, check=True, timeout=timeout)
+
+
+def where_to_look(session: Path, others: list[Path]) -> list[str]:
+    """The demo's last lines: where a session's logs, crawl log and metrics are.
+
+    >>> print("\\n".join(where_to_look(Path("demo/sessions/s2"), [Path("demo/sessions/s1")])))
+    demo: where to look (demo/sessions/s2; demo/sessions/s1 alike):
+      rank logs   demo/sessions/s2/logs/         rank-NNNNN.log, one per rank (--log-level)
+      crawl log   demo/sessions/s2/logs/crawl/   rank-NNNNN.log, one line per fetch (Heritrix's crawl.log)
+                  abc-report demo/sessions/s2 --crawl-log   prints them merged in time order
+      metrics     served by a crawl's dashboard while it runs (the demo runs none): add
+                  --dashboard 127.0.0.1:0 to an abc-crawl command above, then read
+                  http://127.0.0.1:PORT/metrics (Prometheus text; PORT: the one it prints)
+    """
+    alike = f"; {', '.join(map(str, others))} alike" if others else ""
+    return [f"demo: where to look ({session}{alike}):",
+            f"  rank logs   {session / 'logs'}/         rank-NNNNN.log, one per rank (--log-level)",
+            f"  crawl log   {session / 'logs' / 'crawl'}/   rank-NNNNN.log, one line per fetch (Heritrix's crawl.log)",
+            f"              abc-report {shlex.quote(str(session))} --crawl-log   prints them merged in time order",
+            "  metrics     served by a crawl's dashboard while it runs (the demo runs none): add",
+            "              --dashboard 127.0.0.1:0 to an abc-crawl command above, then read",
+            "              http://127.0.0.1:PORT/metrics (Prometheus text; PORT: the one it prints)"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,12 +105,14 @@ def main(argv: list[str] | None = None) -> int:
             import abc_crawler.report  # noqa: F401
         except ImportError:
             print("demo: partitioning tools not installed; session 1 is in", s1)
+            print("\n".join(where_to_look(s1, [])), flush=True)
             return 0
         _run([_bin("abc-repartition"), str(s1), "--parts", str(args.ranks), "--model", "page-gp"], timeout=600)
         s2 = root / "sessions" / "s2-page-gp"
         _run([mpiexec, "-n", str(args.ranks), _bin("abc-crawl"), *common, "--session-dir", str(s2),
               "--assign", str(s1 / "partvec.npz")], timeout=1200)
         _run([_bin("abc-report"), str(s2), "--against", str(s1)], timeout=600)
+        print("\n".join(where_to_look(s2, [s1])), flush=True)
         return 0
     finally:
         server.send_signal(signal.SIGTERM)

@@ -35,6 +35,10 @@ def test_make_demo_on_a_small_web(tmp_path):
         assert f"{step}" in r.stdout, step
     assert (s1 / "partvec.npz").is_file() and (s2 / "report" / "report.md").is_file()
     assert "session" in r.stderr and "overlap pages" in r.stderr          # the crawls' summary tables
+    # its last lines say where the rank logs, the crawl log and the metrics are
+    for where in (f"{s2 / 'logs'}/", f"{s2 / 'logs' / 'crawl'}/", f"abc-report {s2} --crawl-log",
+                  "--dashboard 127.0.0.1:0", "/metrics"):
+        assert where in r.stdout.rsplit("demo: where to look", 1)[-1], where
     # the server's log (complete: the demo stopped the server before it returned), split between the
     # two sessions by their start and end times
     rows = read_log(out / "access.log")

@@ -1,6 +1,9 @@
-"""The README is the front door: it must list every crawl setting and console script, with the
-defaults the code has; the documents it and docs/ point at must exist; every key a session
-writes must be documented; every benchmark command must run as written."""
+"""The documents agree with the code. The README is the front door: it must name every console
+script and link every document, and the documents it and docs/ point at must exist. docs/CLI.md, the
+`abc-crawl` reference, must list every crawl setting with the default the code has (its tables are
+where the README's table was: the same checks, as strict), each under the `--help` group it belongs
+to; docs/ARCHITECTURE.md's layout table must name every package; every key a session writes must be
+documented; every benchmark command must run as written."""
 from __future__ import annotations
 
 import json
@@ -13,17 +16,22 @@ from pathlib import Path
 import pytest
 
 from abc_crawler.cli import build_parser
-from abc_crawler.config import SETTINGS
+from abc_crawler.config import GROUPS, HIDDEN, SETTINGS, group_of
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: the ``abc-crawl`` reference: every setting, with its default, in tables grouped as --help groups them
+CLI_DOC = ROOT / "docs" / "CLI.md"
+#: the internals: the life of a URL, phase slots, live statistics, the layout table
+ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
 MiB = 1024 * 1024
 
 
-def test_readme_lists_every_setting():
-    readme = README.read_text()
-    missing = [s.name for s in SETTINGS if f"--{s.name.replace('_', '-')}" not in readme]
-    assert not missing, f"settings missing from README: {missing}"
+def test_cli_doc_lists_every_setting():
+    """Every setting's flag appears in docs/CLI.md (the README links there for the options)."""
+    text = CLI_DOC.read_text()
+    missing = [s.name for s in SETTINGS if f"--{s.name.replace('_', '-')}" not in text]
+    assert not missing, f"settings missing from docs/CLI.md: {missing}"
 
 
 def test_readme_names_every_console_script():
@@ -35,23 +43,33 @@ def test_readme_names_every_console_script():
 # --------------------------------------------------------------------------- the settings table
 
 
-def options_table(text: str) -> list[tuple[list[str], str]]:
-    """(flag names, default cell) of every row of the README's ``abc-crawl`` options table."""
+def grouped_options_tables(text: str) -> list[tuple[str, list[str], str]]:
+    """(heading, flag names, default cell) of every row of docs/CLI.md's ``abc-crawl`` options
+    tables: each table starts with ``| option | default | meaning |`` and sits under the ``##``
+    heading of its group; there must be at least one."""
     lines = text.split("\n")
-    start = next(i for i, ln in enumerate(lines) if re.match(r"\| option \| default \| meaning \|", ln))
+    starts = [i for i, ln in enumerate(lines) if re.match(r"\| option \| default \| meaning \|", ln)]
+    assert starts, "no options table"
     rows = []
-    for ln in lines[start + 2:]:
-        if not ln.startswith("|"):
-            break
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", ln)[1:-1]]
-        names = [re.split(r"[ /]", chunk, maxsplit=1)[0].removeprefix("--")
-                 for chunk in re.findall(r"`([^`]*)`", cells[0])]
-        rows.append((names, cells[1]))
+    for start in starts:
+        heading = next((ln[3:].strip() for ln in reversed(lines[:start]) if ln.startswith("## ")), "")
+        for ln in lines[start + 2:]:
+            if not ln.startswith("|"):
+                break
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", ln)[1:-1]]
+            names = [re.split(r"[ /]", chunk, maxsplit=1)[0].removeprefix("--")
+                     for chunk in re.findall(r"`([^`]*)`", cells[0])]
+            rows.append((heading, names, cells[1]))
     return rows
 
 
+def options_table(text: str) -> list[tuple[list[str], str]]:
+    """(flag names, default cell) of every row of docs/CLI.md's options tables, all groups."""
+    return [(names, cell) for _, names, cell in grouped_options_tables(text)]
+
+
 def documented_value(cell: str):
-    """A default as the README writes it, as a Python value (``...`` for a placeholder)."""
+    """A default as docs/CLI.md writes it, as a Python value (``...`` for a placeholder)."""
     v = re.sub(r"\s*\(.*\)$", "", cell.strip("` "))   # "0 (= ranks)" -> "0"
     if v == "none":
         return None
@@ -75,7 +93,7 @@ def table_defaults(text: str) -> dict[str, object]:
             out.update({n.replace("-", "_"): "—" for n in names})
             continue
         values = [c.strip() for c in cell.split(", ")] if len(names) > 1 else [cell]
-        assert len(values) == len(names), f"README row {names}: {len(names)} flags but defaults {cell!r}"
+        assert len(values) == len(names), f"docs/CLI.md row {names}: {len(names)} flags but defaults {cell!r}"
         out.update({n.replace("-", "_"): documented_value(v) for n, v in zip(names, values)})
     return out
 
@@ -96,26 +114,54 @@ def default_differences(documented: dict) -> list[str]:
         else:
             ok = d == s.default
         if not ok:
-            bad.append(f"--{s.name.replace('_', '-')}: README says {d!r}, the code {s.default!r}")
+            bad.append(f"--{s.name.replace('_', '-')}: docs/CLI.md says {d!r}, the code {s.default!r}")
     return bad
 
 
-def test_readme_options_table_gives_each_setting_its_default():
-    assert default_differences(table_defaults(README.read_text())) == []
+def test_cli_doc_options_tables_give_each_setting_its_default():
+    """docs/CLI.md's tables, all groups together, give every setting the default the code has."""
+    assert default_differences(table_defaults(CLI_DOC.read_text())) == []
 
 
 def test_the_options_table_check_finds_a_wrong_default():
-    text = README.read_text().replace("| `--concurrency C` | 32 |", "| `--concurrency C` | 31 |")
-    assert default_differences(table_defaults(text)) == ["--concurrency: README says 31.0, the code 32"]
-    text = README.read_text().replace("| `--warc/--no-warc` | on |", "| `--warc/--no-warc` | off |")
-    assert default_differences(table_defaults(text)) == ["--warc: README says False, the code True"]
+    text = CLI_DOC.read_text().replace("| `--concurrency C` | 32 |", "| `--concurrency C` | 31 |")
+    assert default_differences(table_defaults(text)) == ["--concurrency: docs/CLI.md says 31.0, the code 32"]
+    text = CLI_DOC.read_text().replace("| `--warc/--no-warc` | on |", "| `--warc/--no-warc` | off |")
+    assert default_differences(table_defaults(text)) == ["--warc: docs/CLI.md says False, the code True"]
 
 
-def test_readme_options_table_names_only_real_flags():
+def test_cli_doc_options_tables_name_only_real_flags():
+    """docs/CLI.md lists only flags abc-crawl accepts, each once over all its tables."""
     real = {opt.removeprefix("--") for a in build_parser()._actions for opt in a.option_strings}
-    names = [n for ns, _ in options_table(README.read_text()) for n in ns]
+    names = [n for ns, _ in options_table(CLI_DOC.read_text()) for n in ns]
     assert [n for n in names if n not in real] == []
     assert len(names) == len(set(names)), "a flag is listed twice"
+
+
+def misgrouped(rows: list[tuple[str, list[str], str]]) -> list[str]:
+    """Flags of docs/CLI.md not under the heading of their ``--help`` group (a hidden test hook under
+    "test hooks", a flag of no group, such as --resume, under "options")."""
+    bad = []
+    for heading, names, _ in rows:
+        for n in names:
+            name = n.replace("-", "_")
+            want = group_of(name) or ("test hooks" if name in HIDDEN else "options")
+            if heading != want:
+                bad.append(f"--{n}: under {heading!r}, --help group {want!r}")
+    return bad
+
+
+def test_cli_doc_groups_the_options_as_help_does():
+    text = CLI_DOC.read_text()
+    assert misgrouped(grouped_options_tables(text)) == []
+    headings = [ln[3:] for ln in text.split("\n") if ln.startswith("## ")]
+    order = [h for h in headings if h in {"options", "test hooks", *(title for title, _ in GROUPS)}]
+    assert order == ["options", *(title for title, _ in GROUPS), "test hooks"], order
+    # and the check sees a row in the wrong group
+    moved = text.replace("| `--concurrency C` | 32 |", "| `--concurrency-x` | 32 |").replace(
+        "| option | default | meaning |\n| --- | --- | --- |\n| `--session-dir",
+        "| option | default | meaning |\n| --- | --- | --- |\n| `--concurrency C` | 32 | x |\n| `--session-dir")
+    assert "--concurrency: under 'input and output', --help group 'HTTP'" in misgrouped(grouped_options_tables(moved))
 
 
 # --------------------------------------------------------------------------- documents and layout
@@ -133,10 +179,11 @@ def test_readme_links_every_document_and_every_named_document_exists():
         assert [n for n in sorted(named) if not (ROOT / n).exists()] == [], f"{src.name} names missing files"
 
 
-def test_readme_layout_table_names_every_package():
-    readme = README.read_text()
+def test_architecture_layout_table_names_every_package():
+    """The layout table (folders and imports) is in docs/ARCHITECTURE.md, which the README links."""
+    text = ARCHITECTURE.read_text()
     packages = [p.parent.relative_to(ROOT).as_posix() + "/" for p in (ROOT / "abc_crawler").glob("*/__init__.py")]
-    assert packages and [p for p in packages if f"| `{p}` |" not in readme] == []
+    assert packages and [p for p in packages if f"| `{p}` |" not in text] == []
 
 
 # --------------------------------------------------------------------------- benchmark commands
