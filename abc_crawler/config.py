@@ -37,7 +37,7 @@ from .units import format_duration, format_size, parse_duration, parse_size
 
 __all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew", "robots_token_of", "config_paths",
            "phase_seconds_of", "contact_kind", "user_agent_has_contact", "default_user_agent", "from_header", "GROUPS",
-           "HIDDEN", "SIZES", "DURATIONS", "group_of", "shown_default"]
+           "HIDDEN", "SIZES", "DURATIONS", "group_of", "shown_default", "accept_types_of"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("url_filter", str, None, "file of +REGEX / -REGEX lines (# comments): the first regex found in a URL decides, no match rejects (Nutch's regex URL filter); applied after --reject-regex and --accept-regex"),
     Setting("accept_regex", str, None, "REGEX: only URLs in which it is found (re.search) are in scope (wget's --accept-regex); checked after --reject-regex, before --url-filter"),
     Setting("reject_regex", str, None, "REGEX: URLs in which it is found are out of scope (wget's --reject-regex); checked first"),
+    Setting("page_requisites", bool, True, "fetch each page's requisites — stylesheets, images, scripts, frames, icons, fonts, CSS url() and @import, embeds (wget's --page-requisites) — even one hop past --max-depth, so that archived pages replay whole"),
+    Setting("requisites_any_host", bool, False, "fetch requisites from hosts outside --allowed-domains, --accept-regex/--reject-regex and --url-filter too (e.g. a site's CDN; Heritrix's transclusion rule); the resolve list, the address rule, robots.txt and politeness still apply"),
+    Setting("accept_types", str, None, "MIME-TYPE-PREFIX[,...]: only answers of these types are stored whole (e.g. text/html,text/css,image/); the body of another type is cut after its headers, recorded as such and counted (default: every type)"),
     Setting("max_depth", int, None, "follow links at most this many hops from a seed (redirects do not count; sitemap URLs start at 0)", 0),
     Setting("allow_private_addresses", bool, False, "allow connections to loopback, private, link-local and other non-public addresses (an intranet crawl); without --resolve they are refused"),
     Setting("max_pages", int, None, "stop once this many URLs have been requested in all (the crawl never exceeds it)", 1),
@@ -122,11 +125,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("checkpoint_seconds", float, 10.0, "seconds between checkpoints (0: none); abc-crawl --resume SESSION continues from the newest", 0.0),
     Setting("stats", bool, True, "run the live graph-statistics kernels on rank 0"),
     Setting("stats_max_pages", int, 20_000, "exact distances and SCCs (APSD/SCC, O(n^2) memory) cover the first N pages; SCCs and estimated distances of the whole graph cover every page", 1),
+    Setting("stats_edges", str, "pages", "the graph the statistics cover: pages (navigation, redirect and refresh links between HTML pages, the graph Türk's and SPAWC's models are about) or all (embeds too)",
+            choices=("pages", "all")),
     Setting("stats_distance_error", float, 0.1, "target relative standard error of one HyperBall counter (whole-graph distance estimates): 2^b registers per node, b = ceil(log2((1.04/e)^2)) in 4..12", 0.02),
     Setting("progress_seconds", float, 2.0, "seconds between progress lines when output is not a terminal", 0.1),
     Setting("log_level", str, "info", "messages at this level and above go to each rank's log file SESSION/logs/rank-NNNNN.log: debug, info, warning or error; errors also go to stderr, and the summary counts the warnings",
             choices=("debug", "info", "warning", "error")),
-    Setting("dashboard", str, None, "ADDR:PORT: rank 0 serves a live status page there (GET /, /status.json; POST /stop with the printed token); 127.0.0.1:0 picks a free port; a non-loopback address exposes it to the network"),
+    Setting("dashboard", str, None, "ADDR:PORT: rank 0 serves a live status page there (GET /, /status.json, /metrics for Prometheus; POST /stop with the printed token); 127.0.0.1:0 picks a free port; a non-loopback address exposes it to the network"),
     Setting("warc", bool, True, "write per-rank WARC files"),
     Setting("gather_warc", bool, False, "at the end, stream every rank's finished WARC files to rank 0's session directory over MPI (verified against their SHA-256), for ranks on hosts without a shared file system"),
     Setting("warc_max_bytes", int, 1_000_000_000, "a rank's WARC file is closed (and its CDXJ index written) once it holds this many bytes; the next one continues", 1),
@@ -142,19 +147,19 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("input and output", ("session_dir", "checkpoint_seconds", "warc", "warc_max_bytes", "warc_batch", "gather_warc",
                           "previous")),
     ("scope", ("resolve", "allowed_domains", "accept_regex", "reject_regex", "url_filter", "max_depth",
-               "allow_private_addresses", "sitemaps")),
+               "page_requisites", "requisites_any_host", "allow_private_addresses", "sitemaps")),
     ("HTTP", ("contact", "user_agent", "proxy", "ca_bundle", "timeout", "connect_timeout", "max_redirects", "max_retries",
               "retry_backoff_seconds", "concurrency")),
     ("politeness", ("politeness_delay", "delay_factor", "max_delay", "max_crawl_delay", "ip_politeness_delay",
                     "active_hosts", "robots", "robots_token", "robots_retry_seconds", "host_max_failures")),
-    ("limits", ("max_pages", "time_limit", "max_pages_per_host", "max_body_bytes", "max_inflated_bytes",
+    ("limits", ("max_pages", "time_limit", "max_pages_per_host", "accept_types", "max_body_bytes", "max_inflated_bytes",
                 "max_url_length", "max_links_per_page", "max_path_depth", "max_segment_repeats", "stall_seconds")),
     ("assignment and phases", ("assign", "remap", "assign_buckets", "phases", "n_phases", "phase_seconds",
                                "phase_warmup", "phase_guard", "slot_handover", "max_slot_cuts",
                                "clock_refresh_seconds")),
     ("supersteps and the frontier (tuning)", ("superstep_pages", "superstep_seconds", "batch_urls", "bucket_columns",
                                               "bucket_rows", "window", "bucket_flush_seconds")),
-    ("statistics", ("stats", "stats_max_pages", "stats_distance_error")),
+    ("statistics", ("stats", "stats_edges", "stats_max_pages", "stats_distance_error")),
     ("dashboard and logs", ("dashboard", "progress_seconds", "log_level")),
 )
 #: test hooks: accepted by the command line and the config file, not listed by --help
@@ -399,6 +404,23 @@ def _check_politeness(v: dict) -> None:
             "or lower those settings")
 
 
+def accept_types_of(value: str | None) -> tuple[str, ...]:
+    """``--accept-types``: the MIME-type prefixes, lower case (empty: every type is kept).
+
+    >>> accept_types_of("text/html, Image/ ,text/css"), accept_types_of(None)
+    (('text/html', 'image/', 'text/css'), ())
+    """
+    if value is None:
+        return ()
+    out = tuple(p.strip().lower() for p in value.split(",") if p.strip())
+    for p in out:
+        if not re.fullmatch(r"[a-z0-9!#$&^_.+-]+(/[a-z0-9!#$&^_.+-]*)?", p):
+            raise ConfigError(f"accept-types: {p!r} is no MIME type or type prefix (e.g. text/html, image/), in {value!r}")
+    if not out:
+        raise ConfigError(f"accept-types: expected MIME-TYPE-PREFIX[,...], got {value!r}")
+    return out
+
+
 def robots_token_of(cfg) -> str:
     """The product token robots.txt groups are matched on: ``--robots-token`` or the one of ``--user-agent``."""
     from .robots import robots_token
@@ -466,6 +488,7 @@ class CrawlConfig:
                 raise ConfigError(f"dashboard: {exc}") from None
         _check_real_web(merged)
         _check_politeness(merged)
+        accept_types_of(merged["accept_types"])
         prev = merged["previous"]
         if prev is not None and not Path(prev).is_dir():
             raise ConfigError(f"previous: expected the directory of an earlier session, got {prev!r}")

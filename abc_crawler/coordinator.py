@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import plaindata
+from .parser import EMBED
 from .session import SessionGraph
 
 __all__ = ["SuperstepReport", "encode_report", "decode_report", "Coordinator", "KernelWorker"]
@@ -46,6 +47,7 @@ class SuperstepReport:
     given_up_kind: list[str] = field(default_factory=list)
     link_src: list[int] = field(default_factory=list)     # fingerprints
     link_dst: list[int] = field(default_factory=list)
+    link_kind: list[int] = field(default_factory=list)    # abc_crawler.parser NAV, EMBED, REDIRECT, REFRESH
     new_fp: list[int] = field(default_factory=list)       # URLs reported for the first time
     new_urls: list[str] = field(default_factory=list)
     send_bytes: list[int] = field(default_factory=list)   # per destination rank, this superstep
@@ -70,6 +72,7 @@ def encode_report(r: SuperstepReport) -> bytes:
         "given_up_kind": "\n".join(r.given_up_kind).encode(),
         "link_src": np.array(r.link_src, dtype=np.uint64),
         "link_dst": np.array(r.link_dst, dtype=np.uint64),
+        "link_kind": np.array(r.link_kind, dtype=np.uint8),
         "new_fp": np.array(r.new_fp, dtype=np.uint64),
         "new_urls": "\n".join(r.new_urls).encode(),
         "send_bytes": np.array(r.send_bytes, dtype=np.int64),
@@ -298,9 +301,10 @@ class _Rows:
 class Coordinator:
     """Merges reports into the URL table and the crawled graph (rank 0 only)."""
 
-    def __init__(self, ranks: int, kernels: KernelWorker | None = None):
+    def __init__(self, ranks: int, kernels: KernelWorker | None = None, page_edges_only: bool = True):
         self.ranks = ranks
         self.kernels = kernels
+        self.page_edges_only = page_edges_only   # --stats-edges pages (default): no embed in the page graph
         self.index: dict[int, int] = {}       # fp -> URL-table row
         self.urls: list[str | None] = []
         self.fps: list[int] = []
@@ -314,6 +318,7 @@ class Coordinator:
         self._kind_ids: dict[str, int] = {"": 0}
         self.link_src: list[np.ndarray] = []
         self.link_dst: list[np.ndarray] = []
+        self.link_kind: list[np.ndarray] = []
         self.node_url: list[int] = []
         self.edge_src: list[int] = []
         self.edge_dst: list[int] = []
@@ -389,13 +394,21 @@ class Coordinator:
                 self.kind[i] = kind_id(kind)
         src_rows = np.array(self._rows(r["link_src"].tolist()), dtype=np.int32)
         dst_rows = np.array(self._rows(r["link_dst"].tolist()), dtype=np.int32)
+        kinds = r.get("link_kind")
+        if kinds is None or len(kinds) != len(src_rows):      # a report without kinds: all navigation
+            kinds = np.zeros(len(src_rows), dtype=np.uint8)
         self.link_src.append(src_rows)
         self.link_dst.append(dst_rows)
+        self.link_kind.append(kinds)
         es, ed = self._pending_kernel_edges
         node = self.node
-        for s, d in zip(src_rows.tolist(), dst_rows.tolist()):
+        # the page graph (statistics, graph.npz edges): navigation, redirect and refresh links between
+        # HTML pages; an embed (a requisite, an iframe's page too) is a link of the URL graph only,
+        # unless --stats-edges all
+        page_only = self.page_edges_only
+        for s, d, k in zip(src_rows.tolist(), dst_rows.tolist(), kinds.tolist()):
             ns = node[s]
-            if ns < 0 or s == d:
+            if ns < 0 or s == d or (k == EMBED and page_only):
                 continue
             nd = node[d]
             if nd >= 0:
@@ -437,6 +450,7 @@ class Coordinator:
     def graph(self) -> SessionGraph:
         ls = np.concatenate(self.link_src) if self.link_src else np.zeros(0, np.int32)
         ld = np.concatenate(self.link_dst) if self.link_dst else np.zeros(0, np.int32)
+        lk = np.concatenate(self.link_kind).astype(np.uint8) if self.link_kind else np.zeros(0, np.uint8)
         return SessionGraph(
             ranks=self.ranks,
             urls=[u if u is not None else "" for u in self.urls],
@@ -452,6 +466,7 @@ class Coordinator:
             node_url=np.array(self.node_url, dtype=np.int32),
             edge_src=np.array(self.edge_src, dtype=np.int32),
             edge_dst=np.array(self.edge_dst, dtype=np.int32),
+            link_kind=lk,
         )
 
     def exchange_arrays(self) -> dict[str, np.ndarray]:

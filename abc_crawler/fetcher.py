@@ -144,6 +144,7 @@ class Response:
     request_headers: list[tuple[str, str]] = field(default_factory=list)
     ip: str = ""                    # the address the answer came from (curl's PRIMARY_IP; WARC-IP-Address)
     proxied: bool = False           # it went through a proxy (``ip`` is then the proxy's)
+    truncated: str = ""             # "type": the body was cut after the headers (--accept-types); WARC-Truncated
 
     _by_name: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -168,6 +169,20 @@ class Response:
 _CURL_CAPS_STREAMS = pycurl.version_info()[2] >= 0x080400
 
 
+def accepted_type(content_type: str, prefixes: tuple[str, ...]) -> bool:
+    """``--accept-types``: is a body of this media type (lower case, no parameters) kept? A type
+    matches a prefix it starts with (``image/`` takes ``image/png``); none given: every type.
+
+    >>> accepted_type("image/png", ("text/html", "image/")), accepted_type("video/mp4", ("text/", "image/"))
+    (True, False)
+    >>> accepted_type("", ("text/html",)), accepted_type("x/y", ())
+    (False, True)
+    """
+    if not prefixes:
+        return True
+    return any(content_type.startswith(p) for p in prefixes)
+
+
 class _Transfer:
     """One easy handle and the response it is receiving.
 
@@ -178,7 +193,8 @@ class _Transfer:
     counts the body and aborts it at the cap.
     """
 
-    __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over", "proxy", "refused", "extra")
+    __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over", "proxy", "refused", "extra",
+                 "accept", "type_cut")
 
     def __init__(self, curl: pycurl.Curl):
         self.curl = curl
@@ -191,6 +207,29 @@ class _Transfer:
         self.proxy = ""                   # the proxy of the request in flight ("": direct)
         self.refused = ""                 # why a connect address was refused ("": none was)
         self.extra = False                # the handle sends per-request headers (submit's ``headers``)
+        self.accept: tuple[str, ...] = ()  # --accept-types: MIME prefixes whose bodies are kept
+        self.type_cut = False             # the body was cut after the headers: a type not accepted
+
+    def write_typed(self, data: bytes):
+        """The write callback under ``--accept-types``: at the first body bytes, the final answer's
+        Content-Type decides whether its body is kept (a 2xx of another type: cut after the headers)."""
+        if not self.chunks and not self.type_cut:
+            ctype = b""
+            for line in reversed(self.header_lines):
+                if line.startswith(b"HTTP/"):
+                    code = line.split(None, 2)[1:2]
+                    if not (code and code[0][:1] == b"2"):
+                        ctype = None                # a redirect's or an error's body is not judged
+                    break
+                if ctype == b"" and line[:13].lower() == b"content-type:":
+                    ctype = line[13:].split(b";", 1)[0].strip().lower()
+            if ctype is not None and not accepted_type(ctype.decode("latin-1"), self.accept):
+                self.type_cut = True
+                return 0                    # abort: CURLE_WRITE_ERROR, the head is kept
+        if _CURL_CAPS_STREAMS:
+            self.chunks.append(data)
+            return None
+        return self.write(data)
 
     def write(self, data: bytes):
         self.size += len(data)
@@ -207,8 +246,10 @@ class Fetcher:
     def __init__(self, *, scope: Scope, user_agent: str, timeout: float, connect_timeout: float,
                  max_body_bytes: int, rank: int = 0, max_connections: int = 64,
                  addresses: AddressPolicy | None = None, proxies: ProxySettings | None = None,
-                 ca: CaBundle | None = None, contact: str | None = None, rank_header: bool = False):
+                 ca: CaBundle | None = None, contact: str | None = None, rank_header: bool = False,
+                 accept_types: tuple[str, ...] = ()):
         self.scope = scope
+        self.accept_types = tuple(accept_types)   # --accept-types (empty: every type is kept)
         # without an explicit policy: the resolve list's addresses are the user's choice, all else is checked
         self.addresses = addresses if addresses is not None else AddressPolicy(allowed=scope.addresses)
         self.proxies = proxies if proxies is not None else ProxySettings()
@@ -260,7 +301,11 @@ class Fetcher:
         c.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in self._req_rest[1:]])
         if self.scope.curl_resolve:
             c.setopt(pycurl.RESOLVE, self.scope.curl_resolve)
-        c.setopt(pycurl.WRITEFUNCTION, t.chunks.append if _CURL_CAPS_STREAMS else t.write)
+        if self.accept_types:
+            t.accept = self.accept_types
+            c.setopt(pycurl.WRITEFUNCTION, t.write_typed)
+        else:
+            c.setopt(pycurl.WRITEFUNCTION, t.chunks.append if _CURL_CAPS_STREAMS else t.write)
         c.setopt(pycurl.HEADERFUNCTION, t.header_lines.append)
         return t
 
@@ -301,6 +346,7 @@ class Fetcher:
         t.size = 0
         t.cap = self.max_body_bytes
         t.over = False
+        t.type_cut = False
         t.refused = ""
         t.proxy = self.proxies.for_url(url)
         t.curl.setopt(pycurl.PROXY, t.proxy)
@@ -364,6 +410,9 @@ class Fetcher:
         r.proxied = bool(t.proxy)
         r.new_connections = c.getinfo(pycurl.NUM_CONNECTS)
         self.connections += r.new_connections
+        if t.type_cut:                        # --accept-types: an answer whose body was not wanted
+            errno = None
+            r.truncated = "type"
         if errno is None:
             r.status = c.getinfo(pycurl.RESPONSE_CODE)
             r.ip = c.getinfo(pycurl.PRIMARY_IP)

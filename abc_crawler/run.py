@@ -13,6 +13,8 @@ which (``--gather-warc`` also copies the WARC files to rank 0).
 """
 from __future__ import annotations
 
+import numpy as np
+
 import platform
 import sys
 import time
@@ -35,6 +37,7 @@ from .checkpoint import agree_resume, placement_hostfile, placement_problems, re
 from .config import config_paths, phase_seconds_of, read_config_file
 from .stopping import describe_dropped, dropped_by_limits, stop_line
 from . import logs
+from .parser import KIND_NAMES
 from .watchdog import STALL_EXIT
 from .gather import gather_warc
 from .tls import load_ca_bundle
@@ -224,7 +227,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     if comm.rank == 0:
         progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out)
         kernels = KernelWorker(cfg.stats_max_pages, distance_error=cfg.stats_distance_error) if cfg.stats else None
-        rank0 = Rank0Role(Coordinator(comm.size, kernels), progress)
+        rank0 = Rank0Role(Coordinator(comm.size, kernels, page_edges_only=cfg.stats_edges == "pages"), progress)
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, rank0,
                           holders=prep["holders"], rules=prep["rules"], proxies=prep["proxies"], ca=prep["ca"],
                           previous=share)
@@ -283,10 +286,12 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
             _log.warning("stopped by the stall watchdog: %s (record: %s)", rec["error"], path)
         if dashboard is not None:           # issue 24: the final figures, state "finished"
             dashboard.finish(stats, crawler.rank0.coordinator, crawler.superstep)
+    # the last line of each rank's log before the files are listed (with their sizes) in the manifest
+    _log.info("%s", stats["stop_line"] if stats else f"stopped: {stopped}")
+    logs.close()
     status = _locate_files(comm, cfg, session_dir, hostnames, summaries, assignment, started, stopped, resumes)
     if stopped == "stalled":
         status = status or STALL_EXIT
-    _log.info("%s", stats["stop_line"] if stats else f"stopped: {stopped}")
     if comm.rank == 0:
         _print_summary(stats, session_dir, out)
         if dashboard is not None:           # issue 24
@@ -346,7 +351,8 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     """Rank 0: the graph, the exchange counters and ``stats.json`` (the manifest comes last, in _locate_files)."""
     co = crawler.rank0.coordinator
     sd = Path(session_dir)
-    save_graph(sd, co.graph())
+    graph = co.graph()
+    save_graph(sd, graph)
     atomic_write_bytes(sd / "exchange.npz", npz_bytes(**co.exchange_arrays()))
     graph_stats = {"nodes": co.n_nodes, "edges": len(co.edge_src)}
     if co.kernels is not None:
@@ -426,6 +432,11 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     stats["dropped"] = dropped_by_limits(links, errors)
     stats["queued_at_stop"] = crawler.queued
     stats["stop_line"] = stop_line(stopped, crawler.queued, stats["dropped"])
+    # issue 33: the links of the URL graph by kind (graph.npz link_kind)
+    counts = np.bincount(graph.link_kinds(), minlength=len(KIND_NAMES)) if graph.link_src.size else [0] * 4
+    stats["links_by_kind"] = {name: int(n) for name, n in zip(KIND_NAMES, counts)}
+    stats["page_requisites"] = {"enabled": cfg.page_requisites, "any_host": cfg.requisites_any_host,
+                                "stats_edges": cfg.stats_edges}
     # issue 34: what the ranks' log files hold at warning and above (SESSION/logs/rank-NNNNN.log)
     counts = log_counts or []
     stats["log"] = {"level": cfg.log_level, "warnings": sum(c.get("WARNING", 0) for c in counts),

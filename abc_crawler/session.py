@@ -116,6 +116,15 @@ class SessionGraph:
     extra: dict = field(default_factory=dict)
     url_kind: np.ndarray | None = None      # int16 per URL: index into kinds (0: none)
     kinds: list[str] = field(default_factory=lambda: [""])   # why a URL is not a node / how it failed
+    #: uint8 per link: how it was found (abc_crawler.parser: 0 navigation, 1 embed, 2 redirect,
+    #: 3 refresh); None in sessions written before link kinds (read as all navigation)
+    link_kind: np.ndarray | None = None
+
+    def link_kinds(self) -> np.ndarray:
+        """The kind of every link (all navigation for a session written before link kinds)."""
+        if self.link_kind is None:
+            return np.zeros(self.link_src.shape[0], dtype=np.uint8)
+        return self.link_kind
 
     def kind_of(self, i: int) -> str:
         """The outcome kind of URL ``i`` ("" when none: a node, a redirect, a URL never tried)."""
@@ -149,7 +158,8 @@ class SessionGraph:
         return int(self.node_url.shape[0])
 
 
-_ARRAY_FIELDS = [f.name for f in fields(SessionGraph) if f.name not in ("ranks", "urls", "extra", "url_kind", "kinds")]
+_ARRAY_FIELDS = [f.name for f in fields(SessionGraph)
+                 if f.name not in ("ranks", "urls", "extra", "url_kind", "kinds", "link_kind")]
 
 
 def npz_bytes(**arrays) -> bytes:
@@ -178,6 +188,8 @@ def save_graph(session_dir: str | os.PathLike, g: SessionGraph) -> None:
     if g.url_kind is not None:
         arrays["url_kind"] = g.url_kind
         arrays["kind_blob"], arrays["kind_off"] = pack_strings(g.kinds)
+    if g.link_kind is not None:
+        arrays["link_kind"] = g.link_kind
     data = npz_bytes(format=np.int64(FORMAT_VERSION), ranks=np.int64(g.ranks), url_blob=blob, url_off=off, **arrays)
     atomic_write_bytes(Path(session_dir) / "graph.npz", data)
 
@@ -195,6 +207,8 @@ def load_graph(session_dir: str | os.PathLike) -> SessionGraph:
             raise ValueError(f"{p}: graph format {version}, this ABC reads {FORMAT_VERSION}")
         kinds = {"url_kind": z["url_kind"], "kinds": unpack_strings(z["kind_blob"], z["kind_off"])} \
             if "url_kind" in z.files else {}       # written since per-URL outcome kinds exist
+        if "link_kind" in z.files:                 # written since link kinds exist (issue 33)
+            kinds["link_kind"] = z["link_kind"]
         return SessionGraph(
             ranks=int(z["ranks"]),
             urls=unpack_strings(z["url_blob"], z["url_off"]),

@@ -336,6 +336,7 @@ class RankWarc:
         self.revisits = 0
         self.not_modified = 0
         self._seen: dict[bytes, tuple[str, str]] = {}   # sha1 digest -> (url, date)
+        self.last_digest = b""                          # the SHA-1 of the last body written (the crawl log's)
         self._next_id = _RecordIds()
         self.gzip = gzip or DEFAULT_GZIP
         self._gzip_member = GZIP_BACKENDS[self.gzip]
@@ -397,15 +398,17 @@ class RankWarc:
         bodies are waiting and before every flush, checkpoint and close.
         """
         body = r.body
-        digest = _sha1(body).digest()
-        first = self._seen.get(digest)
+        digest = self.last_digest = _sha1(body).digest()
+        # a body cut after its headers (--accept-types) is stored as a response of its own, never as
+        # a revisit of another cut one (they all have the empty payload)
+        first = self._seen.get(digest) if not r.truncated else None
         date = _iso(r.t_start)
         if not self.enabled:
             if first is None:
                 self._seen[digest] = (r.url, date)
             self._placed(r, date, digest, first, None, -1, 0)
             return first is not None
-        if first is None:
+        if first is None and not r.truncated:
             self._seen[digest] = (r.url, date)
         self._queue((r, date, digest, first, None), len(body))
         return first is not None
@@ -496,6 +499,7 @@ class RankWarc:
             rec = b"".join((
                 f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
                 f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
+                f"{'WARC-Truncated: unspecified' + chr(13) + chr(10) if r.truncated else ''}"
                 f"Content-Type: application/http; msgtype=response\r\n"
                 f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
                 f"Content-Length: {len(http_head) + len(body)}\r\n\r\n".encode("utf-8"),

@@ -81,6 +81,19 @@ def links_depth(page_depth: int, redirect: bool, max_depth: int) -> tuple[int, b
     return depth, depth <= max_depth
 
 
+def requisite_depth(page_depth: int, page_is_html: bool, max_depth: int) -> tuple[int, bool]:
+    """``(depth, follow)`` of the requisites of a URL ``page_depth`` link hops from a seed: an HTML
+    page's are one hop deeper, a style sheet's as deep as it (its images and imports belong to the
+    same page); fetched up to one hop past ``max_depth`` (wget's --page-requisites, Heritrix's
+    transclusion), so a page at the depth limit still replays whole.
+
+    >>> requisite_depth(2, True, 2), requisite_depth(3, False, 2), requisite_depth(3, True, 2)
+    ((3, True), (3, True), (4, False))
+    """
+    depth = page_depth + (1 if page_is_html else 0)
+    return depth, depth <= max_depth + 1
+
+
 def budget_by_work(n: int, work: list[int], rank: int) -> int:
     """This rank's share of ``n`` requests split over the ranks in proportion to the URLs each has
     queued (``work``, one count per rank; largest remainders, ties to the smaller rank; evenly when

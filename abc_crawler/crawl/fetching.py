@@ -11,6 +11,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from ..crawllog import CrawlLog
 from ..fetcher import Fetcher, Response
 from ..ipgroups import Groups
 from ..politeness import rest_after
@@ -18,7 +19,10 @@ from ..frontier import Element, Frontier
 from ..robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
 from ..urls import fingerprint
 from .counters import IdleTimes, RankCounters
-from .decisions import after_answer, after_cut, links_depth
+from .attempts import AttemptLog, tries
+from .decisions import after_answer, after_cut, links_depth, requisite_depth
+from ..parser import EMBED, NAV, REDIRECT, REFRESH
+from .discovery import SITEMAP
 from .hosts import HostTable
 from .links import LinkClassifier
 from .pages import PageProcessor
@@ -27,6 +31,8 @@ from .slots import LEASE_POLL_SECONDS, SlotGate
 from .. import logs
 
 _log = logs.get("fetching")
+#: the crawl log's hop letters of a requisite and a refresh target (Heritrix's E and R)
+EMBED_HOP, REFRESH_HOP = ord("E"), ord("R")
 
 __all__ = ["Batch", "BatchRunner", "GAP_NOTED"]
 
@@ -53,6 +59,8 @@ class Batch:
     asked: int = 0                # requests sent (pages, robots.txt, sitemap files)
     robots_next: str | None = None   # the next hop of a robots.txt redirect chain, asked after the rest
     addr: str | None = None       # the address the request in flight is spaced by (IP delay)
+    via: str | None = None        # the page whose robots.txt is asked, or the robots.txt URL that redirected
+    redirects: int = 0            # robots.txt redirects followed so far (the crawl log's discovery path)
 
 
 class BatchRunner:
@@ -61,8 +69,10 @@ class BatchRunner:
     def __init__(self, cfg, frontier: Frontier, fetcher: Fetcher, robots: RobotsCache, gate: SlotGate | None,
                  hosts: HostTable, counters: RankCounters, pages: PageProcessor, router: Router, clock,
                  may_request, share_robots: bool, own_hosts: frozenset[str], links: LinkClassifier,
-                 groups: Groups | None = None):
+                 groups: Groups | None = None, crawl_log: CrawlLog | None = None):
         self.cfg = cfg
+        # a line per answer and per URL given up (abc_crawler/crawllog.py); none without a log
+        self.lines = AttemptLog(crawl_log, router, pages)
         # hosts sharing an address: one spacing for the address (--ip-politeness-delay), its groups
         self.groups = groups if groups is not None else Groups(0.0)
         self._ip_wait: dict[str, list[str]] = {}   # address -> hosts whose batch waits for it
@@ -254,7 +264,9 @@ class BatchRunner:
         if h.state == "dead" or st.dead:
             kind = "host_unreachable" if st.dead else h.reason   # e.g. robots_unavailable, address_refused
             for idx in b.todo:
-                self.router.record_given_up(self.frontier.url(idx), kind)
+                url = self.frontier.url(idx)
+                self.router.record_given_up(url, kind)
+                self.lines.given_up(idx, url, kind)
                 self.frontier.complete(idx, stalled=True)
                 self.counters.errors[kind] += 1
             b.todo = []
@@ -264,6 +276,7 @@ class BatchRunner:
                 prefix = url0[: url0.index("/", url0.index("://") + 3)]
                 b.robots = True
                 b.asked += 1
+                b.via, b.redirects = url0, 0
                 self._submit(b, ("robots", host), robots_url(prefix), limit)
                 return
         elif h.state != "ready":           # retry pending: give the URLs back, try later
@@ -277,6 +290,7 @@ class BatchRunner:
             url = self.frontier.url(idx)
             if not self.robots.allowed(host, url):
                 self.router.record_given_up(url, "robots_disallowed")
+                self.lines.given_up(idx, url, "robots_disallowed")
                 self.frontier.complete(idx)
                 self.counters.links["robots_disallowed"] += 1
                 continue
@@ -336,7 +350,9 @@ class BatchRunner:
             return
         idx = b.current
         b.current = None
+        notes = self._tries(idx)
         if cause is not None:
+            notes.append(f"slotcut:{cause}")
             # Only a cut that is the request's own fault counts (it had a full slot and the server did
             # not answer, or the server never answers within a slot); after a late start or while the
             # rank was starved it goes back to the front of its host's queue with no penalty.
@@ -346,6 +362,7 @@ class BatchRunner:
                                       self.cfg.max_slot_cuts)
             if action == "again":
                 self.counters.requests -= 1      # not a request of this session's count: asked again
+                self.lines.answer(r, idx, notes)
                 self.frontier.release(idx)
                 self._rested(b, r, now)
                 return
@@ -365,6 +382,7 @@ class BatchRunner:
                                      host_max_failures=self.cfg.host_max_failures,
                                      backoff=self.cfg.retry_backoff_seconds)
         if action == "retry":
+            self.lines.answer(r, idx, [*notes, "retry"])
             self.attempts[idx] = self.attempts.get(idx, 0) + 1
             self.counters.retries += 1
             self.counters.errors[f"retried_{r.error or r.status}"] += 1
@@ -376,16 +394,18 @@ class BatchRunner:
             return
         if action == "dead_host":
             st.dead = True                       # given up: its other URLs are counted, not fetched
+            notes.append("host-given-up")
             _log.warning("host %s given up after %d transport failures in a row (last: %s on %s)", host,
                          st.fails, r.error, r.url)
         self.attempts.pop(idx, None)
         self.frontier.complete(idx)
-        self.process(r)
+        self.process(r, idx, notes)
         self._rested(b, r, now)
 
     def _on_robots(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
         host = b.host
         b.robots = False
+        self.lines.robots(r, b.redirects, b.via, cause)
         st = self.hosts[host]
         if cause is not None:                    # the slot ended first: ask again in the host's next slot
             if cause == "slow_response":
@@ -400,7 +420,8 @@ class BatchRunner:
             return
         self.robots.on_response(host, r.status if r.error is None else 0, r.body, now, error=r.error)
         if self.cfg.sitemaps and r.error is None:    # its Sitemap lines, from the rank that fetched it
-            self.router.route_sitemaps(self.links.sitemap_targets(r.url, self.robots.take_sitemaps(host)), 0)
+            self.router.route_sitemaps(self.links.sitemap_targets(r.url, self.robots.take_sitemaps(host)), 0,
+                                       via=r.url)
         if (self.share_robots and r.error is None and 200 <= r.status < 500
                 and len(r.body) <= SHARE_MAX_BYTES and host not in self.own_hosts):
             self.robots_out.append((host, r.status, r.body))
@@ -422,6 +443,7 @@ class BatchRunner:
         st = self.hosts[host]
         st.next_at = now + self._rest(host, r.t_end - r.t_start)
         b.robots_next = nxt
+        b.via, b.redirects = r.url, b.redirects + 1
         self._wake(b, st.next_at)
         return True
 
@@ -450,27 +472,32 @@ class BatchRunner:
         """A sitemap file's answer: the URLs it lists enter the crawl as seeds do (not links)."""
         b.robots = False
         idx, b.sitemap = b.sitemap, None
+        notes = [*self._tries(idx), "sitemap"]
         if cause is not None:
+            notes.append(f"slotcut:{cause}")
             # cut at the slot's end: asked again in the host's next slot, within a page's bounds
             book = self.cuts if cause == "slow_response" else self.free_cuts
             book[idx] = book.get(idx, 0) + 1
             action, kind_ = after_cut(cause, self.cuts.get(idx, 0), self.free_cuts.get(idx, 0),
                                       self.cfg.max_slot_cuts)
             if action == "again":
+                self.lines.answer(r, idx, notes)
                 self.frontier.release(idx)
                 self._rested(b, r, now)
                 return
             r.error = kind_                      # given up (a sitemap file is not retried)
+        self.lines.answer(r, idx, notes)
         self.cuts.pop(idx, None)
         self.free_cuts.pop(idx, None)
         self.frontier.complete(idx)
         pages, files, level = self.pages.sitemap_outcome(r, self.router.pop_sitemap_level(r.url))
-        self.router.route(None, pages, tally=None)
-        self.router.route_sitemaps(files, level)
+        self.router.route(None, pages, tally=None, hop=SITEMAP, via=r.url)
+        self.router.route_sitemaps(files, level, via=r.url)
         self._rested(b, r, now)
 
-    def process(self, r: Response) -> None:
-        """A final answer: WARC, report to rank 0, links into the crawl.
+    def process(self, r: Response, idx: int | None = None, notes: list[str] | None = None) -> None:
+        """A final answer (of URL ``idx``): WARC, report to rank 0, links into the crawl, its line
+        in the crawl log (``notes``: its annotations so far).
 
         Never raises for a bad page: an unexpected error is counted by kind
         (``internal_<Exception>``) and the crawl goes on.
@@ -479,20 +506,48 @@ class BatchRunner:
         c.responses += 1
         self.responses += 1
         fp = fingerprint(r.url)
+        path_via = self.lines.path_via(idx, fp)      # (the crawl log's, before the router forgets them)
         try:
             status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, self.router.pop_hops(fp), fp)
         except Exception as exc:  # a crawler must not die on a page: counted, and named in the graph
             kind = f"internal_{type(exc).__name__}"
             c.errors[kind] += 1
             status, nbytes, is_node, links, hops = (r.status or -1), len(r.body), False, [], 0
+            self.pages.embeds, self.pages.refresh = [], []
         self.router.record_page(fp, r.url, status, nbytes, is_node, kind)
-        if self.cfg.max_depth is None:
-            self.router.route(fp, links, hops)
+        self.lines.final(r, path_via, notes, kind)
+        # the targets of a redirect inherit the hop that found the chain; a page's links are links
+        hop = self.router.discovery.hop_of(idx) if hops else None
+        kind_ = REDIRECT if hops else NAV
+        embeds, refresh = self.pages.embeds, self.pages.refresh
+        max_depth = self.cfg.max_depth
+        if max_depth is None:
+            self.router.route(fp, links, hops, hop=hop, via=r.url, kind=kind_)
+            if embeds:
+                self.router.route(fp, embeds, hop=EMBED_HOP, via=r.url, kind=EMBED)
+            if refresh:
+                self.router.route(fp, refresh, hop=REFRESH_HOP, via=r.url, kind=REFRESH)
             return
-        depth, follow = links_depth(self.router.pop_depth(fp), hops > 0, self.cfg.max_depth)
+        page_depth = self.router.pop_depth(fp)
+        depth, follow = links_depth(page_depth, hops > 0, max_depth)
         if not follow and links:
             self.counters.links["out_of_scope_depth"] += len(links)
-        self.router.route(fp, links, hops, depth, follow=follow, tally="followed" if follow else None)
+        self.router.route(fp, links, hops, depth, follow=follow, tally="followed" if follow else None,
+                          hop=hop, via=r.url, kind=kind_)
+        if embeds:          # requisites: even one hop past --max-depth (a style sheet's: as deep as it)
+            e_depth, e_follow = requisite_depth(page_depth, is_node, max_depth)
+            if not e_follow:
+                self.counters.links["out_of_scope_depth"] += len(embeds)
+            self.router.route(fp, embeds, 0, e_depth, follow=e_follow, tally="followed" if e_follow else None,
+                              hop=EMBED_HOP, via=r.url, kind=EMBED)
+        if refresh:         # a refresh moves on like a redirect: as deep as its page
+            r_depth, r_follow = links_depth(page_depth, True, max_depth)
+            self.router.route(fp, refresh, 0, r_depth, follow=r_follow, tally="followed" if r_follow else None,
+                              hop=REFRESH_HOP, via=r.url, kind=REFRESH)
+
+    def _tries(self, idx: int | None) -> list[str]:
+        """The crawl log's ``Nt`` of URL ``idx``'s request (retries and slot cuts before it)."""
+        return tries(1 + self.attempts.get(idx, 0) + self.cuts.get(idx, 0) + self.free_cuts.get(idx, 0))
 
     def drain(self, deadline: float) -> int:
         """At the end: complete what is in flight until ``deadline``; returns the requests abandoned
@@ -502,8 +557,11 @@ class BatchRunner:
                 kind, host = r.key
                 if kind == "page":
                     b = self.batches.get(host)
+                    idx = None
                     if b is not None and b.current is not None:
-                        self.frontier.complete(b.current)
-                        b.current = None
-                    self.process(r)
+                        idx, b.current = b.current, None
+                        self.frontier.complete(idx)
+                    self.process(r, idx, self._tries(idx))
+                else:                            # a robots.txt or sitemap answer at the end: logged, unused
+                    self.lines.late(r, kind)
         return self.in_flight if self.fetcher.in_flight else 0

@@ -38,8 +38,13 @@ class LinkClassifier:
     def __init__(self, scope: Scope, assignment: Assignment, rank: int, *, max_links_per_page: int,
                  max_url_length: int, max_path_depth: int, max_segment_repeats: int,
                  links: Counter | None = None, out_of_scope_hosts: Counter | None = None,
-                 rules: ScopeRules | None = None, sitemaps: Counter | None = None):
+                 rules: ScopeRules | None = None, sitemaps: Counter | None = None,
+                 requisites_any_host: bool = False):
         self.scope = scope
+        # --requisites-any-host: a page's requisites pass the resolve list, the address rule and the
+        # trap limits only, not --allowed-domains and the URL filters (Heritrix's transclusion rule)
+        self.requisites_any_host = requisites_any_host
+        self._any_host_cache: dict = {}
         self.rules = rules if rules is not None else ScopeRules()
         self.assign = assignment
         self.rank = rank
@@ -57,7 +62,8 @@ class LinkClassifier:
         return cls(scope, assignment, rank, max_links_per_page=cfg.max_links_per_page,
                    max_url_length=cfg.max_url_length, max_path_depth=cfg.max_path_depth,
                    max_segment_repeats=cfg.max_segment_repeats, links=counters.links,
-                   out_of_scope_hosts=counters.out_of_scope_hosts, rules=rules, sitemaps=counters.sitemaps)
+                   out_of_scope_hosts=counters.out_of_scope_hosts, rules=rules, sitemaps=counters.sitemaps,
+                   requisites_any_host=cfg.requisites_any_host)
 
     def target(self, url: str) -> Target:
         """The :data:`Target` of a canonical URL."""
@@ -65,9 +71,10 @@ class LinkClassifier:
         r = self.assign.owner(url, fp)
         return url, fp, r, (0 if r == self.rank else url_wire_cost(len(url.encode())))
 
-    def classify(self, href: str, base_url: str) -> tuple:
+    def classify(self, href: str, base_url: str, any_host: bool = False) -> tuple:
         """A :data:`Target` to follow, else ``(None, reason, detail)``; ``detail``: the host of a URL
-        out of the resolve list or ``--allowed-domains``, else None."""
+        out of the resolve list or ``--allowed-domains``, else None. ``any_host``: the user's scope
+        rules are not applied (a requisite under ``--requisites-any-host``)."""
         try:
             url = canonicalize(href, base_url)
         except UrlError:
@@ -76,7 +83,7 @@ class LinkClassifier:
             return None, "not_http", None
         if not self.scope.allows_url(url):
             return None, "out_of_scope", host_of(url)
-        if self.rules.active:
+        if self.rules.active and not any_host:
             why = self.rules.reason(url)
             if why is not None:
                 return None, why, (host_of(url) if why == "out_of_scope_domain" else None)
@@ -85,10 +92,12 @@ class LinkClassifier:
             return None, trap, None
         return self.target(url)
 
-    def targets(self, page_url: str, base: str | None, hrefs: list[str]) -> list[Target]:
+    def targets(self, page_url: str, base: str | None, hrefs: list[str], requisite: bool = False) -> list[Target]:
         """The links of a page to follow (distinct, in page order); links not followed are counted
-        by reason."""
+        by reason. ``requisite``: the page's requisites (with ``--requisites-any-host`` they are not
+        held to the user's scope rules)."""
         links = self.links
+        any_host = requisite and self.requisites_any_host
         try:
             base_url = canonicalize(base, page_url) if base else page_url
         except UrlError:
@@ -113,7 +122,7 @@ class LinkClassifier:
         scheme = base_url[:colon + 1]
         slash = base_url.find("/", colon + 3)
         origin = base_url if slash < 0 else base_url[:slash]
-        cache = self.cache
+        cache = self._any_host_cache if any_host else self.cache
         oos = self.out_of_scope_hosts
         for href in hrefs:
             key = None
@@ -136,7 +145,7 @@ class LinkClassifier:
                         if hit[2] is not None:
                             oos[hit[2]] += 1
                     continue
-            hit = self.classify(href, base_url)
+            hit = self.classify(href, base_url, any_host)
             if hit[0] is not None:
                 out[hit[1]] = hit
             else:

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..checkpoint import CheckpointLog, Journal
+from ..crawllog import CrawlLog
 from ..clock import SharedClock, estimate_offset
 from ..addresses import AddressPolicy
-from ..config import CrawlConfig, clock_skew, from_header, phase_seconds_of, robots_token_of
+from ..config import CrawlConfig, accept_types_of, clock_skew, from_header, phase_seconds_of, robots_token_of
 from ..coordinator import Coordinator
 from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from ..dashboard.vitals import VitalsSender, top_hosts
@@ -46,6 +47,7 @@ from .counters import RankCounters
 
 _log = logs.get("crawl")
 from .decisions import budget_by_work, budget_share
+from .discovery import INFERRED, SEED
 from .fetching import BatchRunner
 from .hosts import HostTable
 from .links import LinkClassifier
@@ -142,7 +144,8 @@ class RankCrawler:
                                connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
                                rank=rank, max_connections=max(cfg.concurrency, cfg.active_hosts),
                                addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
-                               proxies=proxies, ca=ca, contact=from_header(cfg), rank_header=cfg.test_rank_header)
+                               proxies=proxies, ca=ca, contact=from_header(cfg), rank_header=cfg.test_rank_header,
+                               accept_types=accept_types_of(cfg.accept_types))
         self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots,
                                   max_crawl_delay=cfg.max_crawl_delay)
         # the validators of every page stored (validators.npz at the end; the next session's --previous)
@@ -150,6 +153,8 @@ class RankCrawler:
         self.previous = previous
         self.warc = RankWarc(session_dir, rank, enabled=cfg.warc, batch=cfg.warc_batch, max_bytes=cfg.warc_max_bytes,
                              info=self.warcinfo(), on_page=self.validators.on_page)
+        # a line per fetch attempt, Heritrix's crawl.log (SESSION/logs/crawl/rank-NNNNN.log); a resume appends
+        self.crawl_log = CrawlLog(session_dir, rank)
         self.clock = SharedClock(clock_skew(cfg.test_clock_skew, rank), reference=rank == 0)
         self.links = LinkClassifier.from_config(cfg, scope, assignment, rank, counters, rules)
         self.quotas = HostQuotas(cfg.max_pages_per_host, rank, size, assignment.site_level)
@@ -172,13 +177,14 @@ class RankCrawler:
                                  max_delay=cfg.max_delay, groups=self.groups)
         pages = PageProcessor(self.warc, self.links, counters, max_redirects=cfg.max_redirects,
                               max_inflated_bytes=cfg.max_inflated_bytes, previous=previous,
-                              validators=self.validators)
+                              validators=self.validators, requisites=cfg.page_requisites)
         # robots.txt answers are sent to every rank under page-level assignment (they crawl the host
         # too); not for hosts only this rank ever fetches
         share = size > 1 and not assignment.site_level and cfg.robots
         self.runner = BatchRunner(cfg, self.frontier, self.fetcher, self.robots, self.gate, self.hosts, counters,
                                   pages, self.router, self.clock, self.may_request, share,
-                                  assignment.exclusive_hosts(rank), self.links, groups=self.groups)
+                                  assignment.exclusive_hosts(rank), self.links, groups=self.groups,
+                                  crawl_log=self.crawl_log)
         self.budget: int | None = None if cfg.max_pages is None else budget_share(cfg.max_pages, size, rank)
         self._work_of = [0] * size                   # the URLs each rank had queued at the last exchange
         self.superstep = 0
@@ -247,10 +253,10 @@ class RankCrawler:
         mine = [t for t in map(self.links.target, self.seeds) if t[2] == self.rank]
         if self.previous is not None:
             mine += [t for t in map(self.links.target, self.previous.seeds) if t[2] == self.rank]
-        self.router.route(None, mine)
+        self.router.route(None, mine, hop=SEED)
         if self.cfg.sitemaps:                    # /sitemap.xml of every seed host, by its owner
             files = self.links.sitemap_targets(None, seed_sitemap_urls(self.seeds), mine_only=True)
-            self.router.route_sitemaps(files, 0)
+            self.router.route_sitemaps(files, 0, hop=INFERRED)
 
     def sync_clock(self) -> None:
         """Collective: every rank re-estimates its offset to rank 0's clock."""
@@ -316,7 +322,7 @@ class RankCrawler:
             vitals = self.vitals.encode(
                 status, rank=self.rank, superstep=self.superstep, elapsed_s=time.monotonic() - self.t0,
                 errors=self.counters.errors, idle_s=idle.total, idle_slot_s=idle.slot, exchange_s=idle.exchange,
-                dropped=dropped_by_limits(self.counters.links, self.counters.errors),
+                idle_rest_s=idle.rest, idle_empty_s=idle.empty, dropped=dropped_by_limits(self.counters.links, self.counters.errors),
                 hosts=lambda: top_hosts(((h, st.admitted) for h, st in self.hosts.items()), self.frontier.host_pending))
         ex = self.comm.start_superstep(self.router.payloads(), status, self.router.take_report(self.superstep),
                                        shared, vitals)
@@ -385,6 +391,7 @@ class RankCrawler:
                             str(self.frontier.pending).encode() if cfg.max_pages is not None else b"")
             runner.robots_out = []
             g = self._exchange(status, shared)
+            self.crawl_log.tick()
             r0 = self.rank0
             if r0 is not None and r0.progress is not None:
                 r0.progress.update(self.superstep, g, r0.coordinator, stall=self.stall.report,
@@ -447,6 +454,7 @@ class RankCrawler:
         if self.rank0 is not None and self.rank0.journal is not None:
             self.rank0.journal.close()
         self.warc.close()
+        self.crawl_log.close()
 
     # -- checkpoints and the summary ---------------------------------------------------------------
     def write_checkpoint(self) -> None:

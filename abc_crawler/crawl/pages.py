@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from ..fetcher import Response
 from ..limits import InflateError, inflate
-from ..parser import charset_of, extract_links, is_html
+from ..parser import charset_of, css_links, extract_links, header_links, is_css, is_html
 from ..sitemaps import MAX_INDEX_DEPTH, read_sitemap
 from ..urls import fingerprint, scheme_of
 from ..validators import PreviousShare, ValidatorLog
-from ..warc import RankWarc
+from ..warc import RankWarc, b32_sha1
 from .counters import RankCounters
 from .links import LinkClassifier, Target
 
@@ -35,14 +35,24 @@ class PageProcessor:
 
     def __init__(self, warc: RankWarc, links: LinkClassifier, counters: RankCounters, *, max_redirects: int,
                  max_inflated_bytes: int, previous: PreviousShare | None = None,
-                 validators: ValidatorLog | None = None):
+                 validators: ValidatorLog | None = None, requisites: bool = True):
         self.warc = warc
+        self.requisites = requisites             # --page-requisites
+        # the last answer's requisites (embeds: style sheets, images, scripts, frames; a style
+        # sheet's url() and @import; Link headers) and refresh targets (<meta http-equiv=refresh>,
+        # the Refresh header), beside the navigation links outcome() returns
+        self.embeds: list[Target] = []
+        self.refresh: list[Target] = []
         self.links = links
         self.counters = counters
         self.max_redirects = max_redirects
         self.max_inflated = max_inflated_bytes
         self.previous = previous
         self.validators = validators
+        # the last answer's payload digest ("sha1:BASE32", "-": none) and what its WARC record is
+        # ("duplicate:digest", "revisit" for a 304, ""), for the crawl log
+        self.digest = "-"
+        self.stored_as = ""
 
     def decoded(self, r: Response) -> tuple[bytes | None, str | None]:
         """The body with its Content-Encoding undone (within --max-inflated-bytes), or (None, error kind)."""
@@ -58,6 +68,8 @@ class PageProcessor:
         """Record the answer in the WARC file (as received) and say what it is; ``hops_in``: the
         redirect hops that led to this URL; ``fp``: the URL's fingerprint if known."""
         c = self.counters
+        self.digest, self.stored_as = "-", ""
+        self.embeds, self.refresh = [], []
         if r.error is not None:
             c.pages_failed += 1
             c.errors[r.error] += 1
@@ -70,6 +82,8 @@ class PageProcessor:
         c.bytes_decoded += nbytes if body is None else len(body)
         if self.warc.write(r):
             c.duplicates += 1
+            self.stored_as = "duplicate:digest"
+        self.digest = "sha1:" + b32_sha1(self.warc.last_digest)   # the digest the writer computed
         if 300 <= r.status < 400:
             c.pages_redirected += 1
             loc = r.header("location")
@@ -84,25 +98,69 @@ class PageProcessor:
             return r.status, nbytes, False, self.links.targets(r.url, None, [loc]), hops_in + 1, ""
         if r.status == 200:
             c.pages_ok += 1
-            if not is_html(r.content_type):       # text/html and application/xhtml+xml
+            if r.truncated:                       # --accept-types: stored without its body
+                c.errors["type_not_accepted"] += 1
+                return r.status, nbytes, False, [], 0, "type_not_accepted"
+            nav_h = self._header_links(r)          # Link and Refresh headers, whatever the type
+            ctype = r.content_type
+            if not is_html(ctype):                 # text/html and application/xhtml+xml
                 c.links["not_html_pages"] += 1
-                return r.status, nbytes, False, [], 0, "not_html"
+                if self.requisites and decode_error is None and is_css(ctype):
+                    self.embeds += self.links.targets(r.url, None, css_links(body), requisite=True)
+                if self.embeds or self.refresh:
+                    self._distinct(nav_h)
+                return r.status, nbytes, False, nav_h, 0, "not_html"
             if decode_error is not None:
                 c.errors[decode_error] += 1
                 return r.status, nbytes, False, [], 0, decode_error
-            parsed = extract_links(body, charset_of(r.header("content-type")))
+            parsed = extract_links(body, charset_of(r.header("content-type")), requisites=self.requisites)
             if not parsed.ok:
                 c.errors["unparsable_html"] += 1
                 return r.status, nbytes, False, [], 0, "unparsable_html"
             c.nodes += 1
             c.links["nofollow"] += len(parsed.nofollow)
-            return r.status, nbytes, True, self.links.targets(r.url, parsed.base, parsed.links), 0, ""
+            nav = self.links.targets(r.url, parsed.base, parsed.links + parsed.related)
+            if nav_h:
+                known = {t[1] for t in nav}
+                nav += [t for t in nav_h if t[1] not in known]
+            if parsed.embeds:
+                self.embeds += self.links.targets(r.url, parsed.base, parsed.embeds, requisite=True)
+            if parsed.refresh:
+                self.refresh += self.links.targets(r.url, parsed.base, parsed.refresh)
+            if self.embeds or self.refresh:        # one link per target: navigation, then embed, then refresh
+                self._distinct(nav)
+            return r.status, nbytes, True, nav, 0, ""
         kind = f"status_{r.status}"
         if r.status >= 400:
             c.pages_failed += 1
             kind = f"http_{r.status // 100}xx"
             c.errors[kind] += 1
         return r.status, nbytes, False, [], 0, kind
+
+    def _distinct(self, nav: list[Target]) -> None:
+        """A target found as several kinds on one page is one link, of its first kind in the order
+        navigation, embed, refresh (an image both linked and shown is a navigation link)."""
+        seen = {t[1] for t in nav}
+        embeds = []
+        for t in self.embeds:
+            if t[1] not in seen:
+                seen.add(t[1])
+                embeds.append(t)
+        self.embeds = embeds
+        self.refresh = [t for t in dict((t[1], t) for t in self.refresh).values() if t[1] not in seen]
+
+    def _header_links(self, r: Response) -> list[Target]:
+        """The ``Link`` header's requisites (into :attr:`embeds`) and navigation links (returned),
+        and the ``Refresh`` header's target (into :attr:`refresh`), joined with the answer's URL."""
+        link, refresh = r.header("link"), r.header("refresh")
+        if link is None and refresh is None:
+            return []
+        embeds, nav, ref = header_links(link, refresh)
+        if embeds and self.requisites:
+            self.embeds += self.links.targets(r.url, None, embeds, requisite=True)
+        if ref:
+            self.refresh += self.links.targets(r.url, None, ref)
+        return self.links.targets(r.url, None, nav) if nav else []
 
     def sitemap_outcome(self, r: Response, level: int) -> SitemapOutcome:
         """What a sitemap file's final answer lists: its page URLs (through the same checks as
@@ -150,6 +208,7 @@ class PageProcessor:
         if prev is None:                         # a 304 to an unconditional request: nothing to stand for
             c.errors["not_modified_unasked"] += 1
             self.warc.write(r)
+            self.digest = "sha1:" + b32_sha1(self.warc.last_digest)
             return r.status, 0, False, [], 0, "not_modified_unasked"
         c.not_modified += 1
         c.pages_ok += 1
@@ -157,6 +216,7 @@ class PageProcessor:
         if self.validators is not None:
             self.validators.expect_not_modified(r.url, prev)
         self.warc.write_not_modified(r, prev.payload_url, prev.payload_date, prev.digest)
+        self.digest, self.stored_as = prev.digest, "revisit"
         if not prev.node:
             return r.status, prev.body_bytes, False, [], 0, "status_304"
         c.nodes += 1

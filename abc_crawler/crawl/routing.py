@@ -14,6 +14,7 @@ from ..coordinator import SuperstepReport, encode_report
 from ..urlline import decode_line, encode_line
 from ..urls import fingerprint, host_of
 from .counters import RankCounters
+from .discovery import LINK, SITEMAP, UNKNOWN, Discovery
 from .hosts import HostTable
 from .links import Target
 from .quotas import HostQuotas
@@ -39,22 +40,32 @@ class Router:
         self.track_depth = track_depth             # --max-depth given: depths are kept
         self.depth: dict[int, int] = {}           # fp -> link hops from a seed (with --max-depth only)
         self.sitemap_fps: dict[int, int] = {}     # fp -> index level, of sitemap files admitted here
+        self.discovery = Discovery()               # per URL: the hop that found it, its referrer (crawl log)
+        self._msg_src: int | None = None           # the page whose links were routed last, and the
+        self._msg_ranks: set[int] = set()          # ranks they went to (Türk's messages per page)
 
     def route(self, src_fp: int | None, targets: list[Target], hops: int = 0, depth: int = 0,
-              sitemap: bool = False, follow: bool = True, tally: str | None = "followed") -> None:
+              sitemap: bool = False, follow: bool = True, tally: str | None = "followed",
+              hop: int | None = None, via: str | None = None, kind: int = 0) -> None:
         """MV, URL-seen test, frontier or outbox, report to rank 0. ``src_fp``: the page the links
         were found on (None for seeds and the URLs of sitemaps: not links, no MV); ``hops`` > 0
         marks the targets of a redirect chain, ``depth`` their link hops from a seed (with
         --max-depth) or a sitemap file's index level, ``sitemap`` sitemap files (all carried to
         the owner). ``follow`` False: reported to rank 0 (links of the graph) but not crawled
-        (--max-depth); ``tally``: the ``links`` reason they are counted under (None: not counted)."""
+        (--max-depth); ``tally``: the ``links`` reason they are counted under (None: not counted).
+        ``hop`` and ``via``: how the targets were found and on which URL, for the crawl log
+        (:mod:`.discovery`; ``hop`` None: a link, or a sitemap file, or unknown for a redirect).
+        ``kind``: the links' kind in the report (:data:`abc_crawler.parser.NAV`, ``EMBED``,
+        ``REDIRECT``, ``REFRESH``)."""
         rep = self.report
         me = self.rank
         seen = self.seen
         remote: set[int] = set()
         volume = 0
+        ref = None                                 # the referrer's id, made at the first local URL
         if src_fp is not None:
             rep.link_src.extend([src_fp] * len(targets))
+            rep.link_kind.extend([kind] * len(targets))
         for url, fp, r, wire in targets:
             if wire and src_fp is not None:
                 volume += wire
@@ -69,21 +80,31 @@ class Router:
             if not seen.add(fp):
                 continue
             if r == me:
-                self.admit_local(url, fp, hops, depth, sitemap)
+                if ref is None:
+                    ref = self.discovery.referrer(via) if via else -1
+                self.admit_local(url, fp, hops, depth, sitemap, hop, ref)
             else:
                 self.outbox[r].append(encode_line(url, hops, depth, sitemap))
         c = self.counters
         c.volume += volume
         rep.volume += volume
+        if src_fp is not None and src_fp == self._msg_src:   # the same page's links of another kind:
+            remote -= self._msg_ranks                          # a rank is one message per page (Türk)
+            self._msg_ranks |= remote
+        elif src_fp is not None:
+            self._msg_src, self._msg_ranks = src_fp, set(remote)
         c.messages_thesis += len(remote)
         if tally is not None:
             c.links[tally] += len(targets)
 
-    def route_sitemaps(self, targets: list[Target], level: int) -> None:
-        """Sitemap files into the crawl (``level``: how deep in sitemap indexes); not links."""
-        self.route(None, targets, depth=level, sitemap=True, tally=None)
+    def route_sitemaps(self, targets: list[Target], level: int, via: str | None = None,
+                       hop: int = SITEMAP) -> None:
+        """Sitemap files into the crawl (``level``: how deep in sitemap indexes; ``via``: the
+        robots.txt or sitemap index that named them); not links."""
+        self.route(None, targets, depth=level, sitemap=True, tally=None, hop=hop, via=via)
 
-    def admit_local(self, url: str, fp: int, hops: int, depth: int = 0, sitemap: bool = False) -> None:
+    def admit_local(self, url: str, fp: int, hops: int, depth: int = 0, sitemap: bool = False,
+                    hop: int | None = None, via: int = -1) -> None:
         """Put a new URL of this rank into URLStates, within the per-host limit over all ranks: past
         this rank's share it waits for the next exchange's settle (:mod:`.quotas`); once the host
         has its limit in all, it is dropped and counted."""
@@ -96,7 +117,7 @@ class Router:
         if what == "defer":
             self.quotas.defer(host, (url, fp, hops, depth, sitemap))
             return
-        self._admit(url, fp, host, st, hops, depth, sitemap)
+        self._admit(url, fp, host, st, hops, depth, sitemap, hop, via)
 
     def settle_quotas(self) -> None:
         """After an exchange's quota reports: new per-host quotas; deferred URLs within them are
@@ -110,7 +131,8 @@ class Router:
             for url, fp, hops, depth, sitemap in q.take(host, quota - st.admitted):
                 self._admit(url, fp, host, st, hops, depth, sitemap)
 
-    def _admit(self, url: str, fp: int, host: str, st, hops: int, depth: int, sitemap: bool) -> None:
+    def _admit(self, url: str, fp: int, host: str, st, hops: int, depth: int, sitemap: bool,
+               hop: int | None = None, via: int = -1) -> None:
         st.admitted += 1
         if hops:
             self.hops[fp] = hops
@@ -118,7 +140,9 @@ class Router:
             self.sitemap_fps[fp] = depth
         elif depth and self.track_depth:
             self.depth[fp] = depth
-        self.frontier.add(url, host)
+        if hop is None:                            # what the URL line says: a sitemap file, a link
+            hop = SITEMAP if sitemap else (UNKNOWN if hops else LINK)
+        self.discovery.add(self.frontier.add(url, host), hop, via)
 
     def receive(self, data: bytes) -> None:
         """URLs another rank found for this one (lines of :mod:`abc_crawler.urlline`)."""
@@ -132,6 +156,10 @@ class Router:
             if not self.seen.add(fp):
                 continue
             self.admit_local(url, fp, h, depth, sitemap)
+
+    def path_via(self, idx: int | None, fp: int) -> tuple[str, str]:
+        """The crawl log's discovery path and via of URL ``idx`` of this rank (before ``pop_*``)."""
+        return self.discovery.path_via(idx, self.hops.get(fp, 0), self.depth.get(fp, 0) if self.depth else 0)
 
     def pop_hops(self, fp: int) -> int:
         return self.hops.pop(fp, 0)

@@ -30,6 +30,7 @@ import time
 from ..checkpoint import STATE_VERSION, CheckpointFormatError, CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from ..coordinator import SuperstepReport
 from ..exceptions import AbcError
+from .discovery import Discovery
 from .hosts import HostTable
 
 __all__ = ["STATE_VERSION", "capture", "save", "restore", "check_version"]
@@ -73,14 +74,17 @@ def capture(crawler, log_len: int) -> dict:
 
 
 def save(crawler) -> None:
-    """Write this rank's checkpoint of the current superstep (WARC batch written and fsynced first)."""
+    """Write this rank's checkpoint of the current superstep (WARC batch written and fsynced first,
+    and the crawl log's lines)."""
     crawler.warc.flush()
+    crawler.crawl_log.flush(sync=True)
     if crawler.ckpt_log is None:
         crawler.ckpt_log = CheckpointLog(crawler.session_dir, crawler.rank)
     # new URLs and changed fingerprints since the last checkpoint: appended to the log
     log_len = crawler.ckpt_log.append({"frontier": crawler.frontier.take_increment(),
                                        "seen": crawler.seen.take_changes(),
-                                       "validators": crawler.validators.take_increment()})
+                                       "validators": crawler.validators.take_increment(),
+                                       "discovery": crawler.router.discovery.take_increment()})
     save_checkpoint(crawler.session_dir, crawler.rank, crawler.superstep, capture(crawler, log_len))
 
 
@@ -94,10 +98,13 @@ def restore(crawler, superstep: int) -> None:
     f, seen = crawler.empty_state()
     validators = crawler.validators
     validators.reset()                         # in place: the WARC writer and the pages hold it
+    discovery = crawler.router.discovery = Discovery()
     for inc in CheckpointLog.truncate_and_read(crawler.session_dir, crawler.rank, st["log"]):
         f.apply_increment(inc["frontier"])
         seen.merge(*inc["seen"])
         validators.apply_increment(inc["validators"])
+        discovery.apply_increment(inc.get("discovery"))     # (absent from logs written before the crawl log)
+    discovery.restored(len(f))
     # URLs that were being fetched are fetched again; the Bucket starts empty
     f.restore_state(st["frontier"])
     crawler.use_state(f, seen)

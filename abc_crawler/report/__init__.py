@@ -4,6 +4,7 @@ Usage::
 
     abc-report SESSION [--against OTHER] [--out DIR] [--parts 2,4,8,16,32,64]
                [--no-plots] [--no-hp] [--no-thesis] [--seed S] [--threads T] [--html]
+    abc-report SESSION --crawl-log         # the ranks' crawl logs merged in time order, to stdout
 
 For one session directory (``docs/SESSION_FORMAT.md``) the report puts side by side
 

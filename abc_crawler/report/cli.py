@@ -75,7 +75,11 @@ def _main(argv) -> int:
                     "(inline SVG) in one self-contained page that opens from disk")
     ap.add_argument("--seed", type=int, default=1, help="partitioner seed (default 1)")
     ap.add_argument("--threads", type=int, default=2, help="Mt-KaHyPar threads (default 2)")
+    ap.add_argument("--crawl-log", action="store_true", help="print the ranks' crawl logs (SESSION/logs/crawl/) "
+                    "merged in time order, and nothing else")
     a = ap.parse_args(argv)
+    if a.crawl_log:
+        return _print_crawl_log(Path(a.session))
     parts = _parse_parts(a.parts)
     if a.seed < 0:
         raise ReportError(f"--seed must be >= 0, got {a.seed}")
@@ -110,6 +114,33 @@ def _main(argv) -> int:
     print(f"wrote {out_dir / 'report.md'}, {out_dir / 'report.json'}"
           + (f", {out_dir / 'report.html'}" if a.html else "")
           + (f" and {len(plots)} plots" if plots else ""))
+    print(f"graph exports: abc-graph export|rank {session.path} --level page|host|domain (docs/GRAPH_EXPORT.md)")
+    return 0
+
+
+def _print_crawl_log(session: Path) -> int:
+    """``--crawl-log``: every rank's crawl log found on this host, merged in time order, to stdout
+    (streamed: a k-way merge over the files). A rank whose log is not here is named on stderr."""
+    import os
+
+    from ..crawllog import log_files, merge
+
+    files = log_files(session)
+    if not files:
+        raise ReportError(f"{session}: no crawl log (logs/crawl/rank-NNNNN.log) in this session directory")
+    try:
+        ranks = json.loads((session / "manifest.json").read_text()).get("ranks")
+    except (OSError, ValueError):
+        ranks = None
+    missing = [r for r in range(ranks or 0) if r not in files]
+    if missing:
+        print(f"{PROG}: no crawl log of rank(s) {', '.join(map(str, missing))} here (on a rank's own host: "
+              "copy its logs/crawl/rank-NNNNN.log to this session directory)", file=sys.stderr)
+    try:
+        sys.stdout.writelines(merge(files.values()))
+        sys.stdout.flush()
+    except BrokenPipeError:                   # e.g. piped into head: the rest is not wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -22,7 +22,7 @@ def robots_parsers(robots: dict) -> dict:
 
 
 def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: dict,
-                     user_agent: str = USER_AGENT, hostile_hosts=(), in_scope=None) -> dict:
+                     user_agent: str = USER_AGENT, hostile_hosts=(), in_scope=None, requisites: bool = True) -> dict:
     """What a correct crawl from ``seeds`` requests and finds.
 
     ``pages``: the manifest's ``pages`` (URL -> entry with ``status``,
@@ -35,6 +35,11 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
     from ``pages`` answer 404.  ``nodes`` are the requested URLs with status
     200 and content type text/html; ``edges`` the distinct ``(u, v)``, u != v,
     both nodes, v a followable link of u.
+
+    ``requisites`` (the crawler's default, ``--page-requisites``): a page's ``embeds`` (its style
+    sheets, images, scripts, frames; a style sheet's url() and @import) are requested too, and
+    ``refresh`` targets (``<meta http-equiv=refresh>``, the ``Refresh`` header) always are; edges
+    are of navigation and refresh links, never embeds (the page graph).
 
     ``in_scope`` (optional): a function of a URL, False for URLs a crawl's scope rules
     (``--allowed-domains``, ``--url-filter``) reject; they count as out of scope.
@@ -80,6 +85,11 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
         if entry:
             for v in entry["links"]:
                 consider(v)
+            for v in entry.get("refresh", ()):
+                consider(v)
+            if requisites:
+                for v in entry.get("embeds", ()):
+                    consider(v)
     statuses: dict[str, int] = {}
     nodes = []
     for u in requested:
@@ -89,7 +99,8 @@ def compute_expected(pages: dict, seeds: list[str], hosts: list[str], robots: di
         if e and st == 200 and e["content_type"] == "text/html":
             nodes.append(u)
     nodeset = set(nodes)
-    edges = sorted({(u, v) for u in nodes for v in pages[u]["links"] if v != u and v in nodeset})
+    edges = sorted({(u, v) for u in nodes for v in pages[u]["links"] + pages[u].get("refresh", [])
+                    if v != u and v in nodeset})
     out = {
         "requested": sorted(requested),
         "nodes": sorted(nodes),

@@ -84,6 +84,26 @@ COMMUNITY_KNOBS: dict = {
     "community_locality": 0.9,   # P(cross-host link stays in the community), when communities are on
 }
 
+# Pages with every kind of requisite (opt-in, 0 by default: the web is then unchanged): each is
+# linked from a page of its host and has a style sheet (with url() and @import), images with
+# srcset, a script, an iframe (whose page has an image), a CSS background in a style attribute and
+# in <style>, a <meta http-equiv=refresh>, a Link header naming another style sheet and a link to
+# a page whose answer has a Refresh header. Drawn from a random stream of their own.
+REQUISITE_KNOBS: dict = {"requisite_pages": 0}
+
+
+def png_bytes(rgb: tuple[int, int, int], size: int = 16) -> bytes:
+    """A valid ``size`` x ``size`` PNG of one colour (browsers draw it)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    row = b"\x00" + bytes(rgb) * size
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(row * size, 9)) + chunk(b"IEND", b""))
+
 _FEATURE_KNOBS_OFF = {
     "link_forms": False, "robots_frac": 0.0, "disallow_frac": 0.0, "crawl_delay_hosts": 0,
     "error_404_rate": 0.0, "error_500_rate": 0.0, "redirect_rate": 0.0,
@@ -130,6 +150,9 @@ class _Page:
     hrefs: list = field(default_factory=list)  # rendered (href, nofollow) pairs
     dup_of: "_Page | None" = None
     size: int = 0           # body length once written
+    embeds: list | None = None   # requisite hrefs (None: the site's /style.css, as every page has)
+    refresh: list = field(default_factory=list)   # <meta http-equiv=refresh> hrefs
+    headers: dict = field(default_factory=dict)   # extra response headers (Link, Refresh)
 
 
 class _Gen:
@@ -232,6 +255,67 @@ class _Gen:
                 path = f"/{d}p{j}.html"
                 p = self.add(_Page(h, path, self.url(h, path), kind=kind, file=path[1:]))
                 self.host_pages[h].append(p)
+
+    def build_requisites(self, n: int) -> None:
+        """``n`` pages with every kind of requisite (see :data:`REQUISITE_KNOBS`), on the biggest hosts
+        in turn, each linked from its host's root page."""
+        rng = random.Random(self.seed * 104_729 + 33)
+        order = sorted(self.hosts, key=lambda h: -len(self.host_pages[h]))
+        for i in range(n):
+            h = order[i % len(order)]
+            u = lambda path, h=h: self.url(h, path)   # noqa: E731
+            colour = (rng.randrange(40, 200), rng.randrange(40, 200), rng.randrange(40, 200))
+
+            def res(path, ctype, body, kind="requisite", **kw):
+                return self.add(_Page(h, path, u(path), ctype=ctype, kind=kind, file=path[1:], body=body, **kw))
+
+            d = f"/req{i}/"
+            res(f"{d}bg.png", "image/png", png_bytes(colour))
+            res(f"{d}img.png", "image/png", png_bytes((colour[2], colour[0], colour[1])))
+            res(f"{d}img-2x.png", "image/png", png_bytes((colour[1], colour[2], colour[0]), 32))
+            res(f"{d}div.png", "image/png", png_bytes((250, 250, 210)))
+            res(f"{d}inline.png", "image/png", png_bytes((210, 250, 250)))
+            res(f"{d}frame.png", "image/png", png_bytes((10, 120, 10)))
+            res(f"{d}font.png", "image/png", png_bytes((1, 2, 3), 4))
+            base_css = f"h1 {{ color: rgb{colour}; border-bottom: 4px solid rgb{colour}; }}\n"
+            res(f"{d}base.css", "text/css", base_css.encode())
+            site_css = (f'@import url("base.css");\n/* url(not-fetched.png) */\n'
+                        f"body {{ background: rgb{colour} url('bg.png') repeat-x; color: #111; margin: 2em; }}\n"
+                        f".box {{ width: 120px; height: 60px; background-image: url(font.png); }}\n")
+            res(f"{d}site.css", "text/css", site_css.encode(), embeds=["base.css", "bg.png", "font.png"])
+            res(f"{d}header.css", "text/css", b"p { font-size: 18px; }\n")
+            res(f"{d}app.js", "application/javascript", b"document.documentElement.dataset.js = 'ran';\n")
+            frame = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>frame {i}</title></head>'
+                     f'<body><img src="frame.png" alt="f"></body></html>\n')
+            fp = res(f"{d}frame.html", "text/html", frame.encode(), kind="rich", embeds=["frame.png"])
+            target = (f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>refreshed {i}</title></head>'
+                      f'<body><p>the page a refresh leads to</p></body></html>\n')
+            res(f"{d}refreshed.html", "text/html", target.encode(), kind="rich", embeds=[])
+            res(f"{d}after-header.html", "text/html", target.replace(b"refreshed", b"after a Refresh header")
+                if isinstance(target, bytes) else target.replace("refreshed", "after a Refresh header").encode(),
+                kind="rich", embeds=[])
+            res(f"{d}header-refresh.html", "text/html", b"<!DOCTYPE html><title>moving</title><p>moving</p>\n",
+                kind="rich", embeds=[], headers={"Refresh": "0; url=after-header.html"})
+            root = self.host_pages[h][0]
+            page = (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>requisites {i}</title>\n'
+                    f'<link rel="stylesheet" href="site.css">\n'
+                    f'<meta http-equiv="refresh" content="600; url=refreshed.html">\n'
+                    f"<style>.inline {{ width: 50px; height: 50px; background: url(inline.png); }}</style>\n"
+                    f'<script src="app.js"></script></head>\n<body><h1>Requisites {i}</h1>\n'
+                    f'<p><img src="img.png" srcset="img-2x.png 2x" alt="i" width="16" height="16"></p>\n'
+                    f'<div class="box"></div><div class="inline"></div>'
+                    f'<div style="width: 40px; height: 40px; background-image: url(&quot;div.png&quot;)"></div>\n'
+                    f'<iframe src="frame.html" width="60" height="40"></iframe>\n'
+                    f'<p><a href="{root.url}">home</a> <a href="header-refresh.html">moving</a></p>\n'
+                    f"</body></html>\n")
+            self.add(_Page(h, f"{d}index.html", u(f"{d}index.html"), kind="rich", file=f"{d[1:]}index.html",
+                           body=page.encode(), links=[_Link(root.url), _Link(u(f"{d}header-refresh.html"))],
+                           hrefs=[(root.url, False), ("header-refresh.html", False)],
+                           embeds=["site.css", "inline.png", "app.js", "img.png", "img-2x.png", "frame.html",
+                                   "div.png", "header.css"],
+                           refresh=["refreshed.html"], headers={"Link": '<header.css>; rel="stylesheet"'}))
+            root.links.append(_Link(u(f"{d}index.html")))
+            fp.links = []
 
     def pick_host(self, sizes_cum: list[float]) -> str:
         return self.hosts[self.rng.choices(range(self.n_hosts), cum_weights=sizes_cum, k=1)[0]]
@@ -592,7 +676,7 @@ class _Gen:
         keep = {p.dup_of.url for p in self.pages.values() if p.dup_of is not None}
         med, sig, cap = k["page_size_median"], k["page_size_sigma"], k["page_size_max"]
         for p in self.pages.values():
-            if p.status != 200 or p.ctype != "text/html" or p.dup_of is not None:
+            if p.status != 200 or p.ctype != "text/html" or p.dup_of is not None or p.kind == "rich":
                 continue
             base = canonical(p.base_href, p.url) if p.base_href else p.url
             bsplit = split_url(base)
@@ -673,6 +757,11 @@ class _Gen:
 
 # --------------------------------------------------------------------------- driver
 
+def _link_header_embeds(value: str) -> list[str]:
+    """The style-sheet targets of a generated Link header (``<x>; rel="stylesheet"``)."""
+    return [part.split(">", 1)[0].strip().lstrip("<") for part in value.split(",") if "stylesheet" in part]
+
+
 def _check_addr(addr: str) -> None:
     import ipaddress
     try:
@@ -704,13 +793,18 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
         raise ValueError("n_hosts must be >= 1")
     if n_pages < n_hosts:
         raise ValueError(f"n_pages ({n_pages}) must be >= n_hosts ({n_hosts})")
-    unknown = set(knobs) - set(DEFAULT_KNOBS) - set(COMMUNITY_KNOBS)
+    unknown = set(knobs) - set(DEFAULT_KNOBS) - set(COMMUNITY_KNOBS) - set(REQUISITE_KNOBS)
     if unknown:
         raise TypeError(f"unknown knob(s): {', '.join(sorted(unknown))}")
     k = dict(DEFAULT_KNOBS)
     if not features:
         k.update(_FEATURE_KNOBS_OFF)
     k.update(knobs)
+    n_req = int(k.pop("requisite_pages", 0) or 0)
+    if n_req < 0:
+        raise ValueError(f"requisite_pages ({n_req}) must be >= 0")
+    if n_req:                   # only then in the manifest's knobs: a web without them is unchanged
+        k["requisite_pages"] = n_req
     n_comm = int(k.pop("host_communities", 0) or 0)
     locality = k.pop("community_locality", COMMUNITY_KNOBS["community_locality"])
     if n_comm < 0:
@@ -724,6 +818,8 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
 
     g = _Gen(n_hosts, n_pages, seed, addr, port, k)
     g.build()
+    if n_req:
+        g.build_requisites(n_req)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     sites = out / "sites"
@@ -751,6 +847,8 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
         p = g.pages[url]
         links: list[str] = []
         nof: list[str] = []
+        embeds: list[str] = []
+        refresh: list[str] = []
         if p.status in (301, 302, 307, 308):
             c = canonical(p.location, p.url)
             if c is not None:
@@ -768,6 +866,27 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
             links = list(dict.fromkeys(links))
             lset = set(links)
             nof = [u for u in dict.fromkeys(nof) if u not in lset]
+            # requisites (issue 33): every generated page's /style.css, or a rich page's own; its
+            # <meta http-equiv=refresh> targets
+            src = p.dup_of or p
+            for href in (["/style.css"] if src.embeds is None else src.embeds):
+                c = canonical(href, base)
+                if c is not None:
+                    embeds.append(c)
+            for href in src.refresh:
+                c = canonical(href, base)
+                if c is not None:
+                    refresh.append(c)
+        elif p.status == 200 and p.ctype == "text/css" and p.embeds:
+            embeds = [c for c in (canonical(h, p.url) for h in p.embeds) if c is not None]
+        if p.status == 200:
+            for k_, v_ in p.headers.items():            # Link and Refresh headers
+                if k_ == "Link":
+                    embeds += [c for c in (canonical(h, p.url) for h in _link_header_embeds(v_)) if c is not None]
+                elif k_ == "Refresh":
+                    c = canonical(v_.split("url=", 1)[1], p.url)
+                    if c is not None:
+                        refresh.append(c)
         rp = parsers.get(g.netloc[p.host])
         pages[url] = {
             "status": p.status,
@@ -775,6 +894,8 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
             "location": p.location,
             "links": links,
             "nofollow": nof,
+            "embeds": list(dict.fromkeys(embeds)),
+            "refresh": list(dict.fromkeys(refresh)),
             "disallowed": bool(rp is not None and not rp.can_fetch(url, USER_AGENT)),
             "bytes": p.size,
         }
@@ -787,15 +908,22 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
     # 404 entries for linked URLs on served hosts that do not exist
     netlocs = set(g.netloc.values())
     missing = set()
-    for e in pages.values():
-        for u in e["links"] + e["nofollow"]:
+    css = b"body { font-family: sans-serif; max-width: 50em; }\n"
+    for h in g.hosts:                        # every host's /style.css, which every generated page names
+        u = g.url(h, "/style.css")
+        rp = parsers.get(g.netloc[h])
+        pages[u] = {"status": 200, "content_type": "text/css", "location": None, "links": [], "nofollow": [],
+                    "embeds": [], "refresh": [], "disallowed": bool(rp is not None and not rp.can_fetch(u, USER_AGENT)),
+                    "bytes": len(css)}
+    for e in list(pages.values()):
+        for u in e["links"] + e["nofollow"] + e["embeds"] + e["refresh"]:
             if u not in pages and split_url(u)[1] in netlocs:
                 missing.add(u)
     for u in sorted(missing):
         net = split_url(u)[1]
         rp = parsers.get(net)
         pages[u] = {"status": 404, "content_type": "text/html", "location": None, "links": [],
-                    "nofollow": [], "disallowed": bool(rp is not None and not rp.can_fetch(u, USER_AGENT)),
+                    "nofollow": [], "embeds": [], "refresh": [], "disallowed": bool(rp is not None and not rp.can_fetch(u, USER_AGENT)),
                     "bytes": 0}
     pages = dict(sorted(pages.items()))
 
@@ -859,6 +987,8 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
             r["file"] = p.file
         if p.location is not None:
             r["location"] = p.location
+        if p.headers:
+            r["headers"] = dict(p.headers)
         routes[p.host][p.path] = r
     routes_doc = {"format": ROUTES_FORMAT, "static_fallback": False,
                   "hosts": {h: dict(sorted(v.items())) for h, v in routes.items()}}
@@ -867,7 +997,6 @@ def generate_web(out_dir, *, n_hosts: int = 20, n_pages: int = 600, seed: int = 
         resolve = manifest["resolve"]
 
     # write the rest
-    css = b"body { font-family: sans-serif; max-width: 50em; }\n"
     for h in g.hosts:
         hd = sites / h
         hd.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ __all__ = ["TRANSPORTS", "PLAIN_KEYS", "ROBOTS_SHORTCUTS", "ALL_SHORTCUTS", "che
 TRANSPORTS = ("normal", "drip", "reset", "stall_headers", "stall_nothing")
 WRAP_KEYS = {"transport", "drip_bytes", "drip_interval", "drip_headers", "reset_after", "reset_delay",
              "stall_seconds", "fail_first", "fail_status", "fail_headers", "content_encoding"}
-PLAIN_KEYS = {"status", "type", "file", "location"}
+PLAIN_KEYS = {"status", "type", "file", "location", "headers"}   # headers: {name: value} sent as they are
 MODE_KEYS = {"robots", "prefix", "default", "all"}
 
 # shortcuts accepted in routes.json "modes" for "robots" and "all"
@@ -76,7 +76,7 @@ def check_route(route, where: str) -> None:
 
 
 def is_plain(route: dict) -> bool:
-    """True for a route of only ``status``, ``type``, ``file``, ``location`` (and a non-empty ``type``)."""
+    """True for a route of only ``status``, ``type``, ``file``, ``location``, ``headers`` (and a non-empty ``type``)."""
     return route.keys() <= PLAIN_KEYS and route.get("type", "x") not in (None, "")
 
 

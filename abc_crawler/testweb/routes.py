@@ -128,6 +128,8 @@ class WebSite:
         else:
             body = status_body(status)
             ctype = HTML_TYPE
+        for k, v in route.get("headers", {}).items():      # e.g. Link, Refresh (docs/TESTWEB.md)
+            extra += f"{k}: {v}\r\n"
         return status, response_head(status, ctype, len(body), route.get("location"), extra), body
 
     def _static(self, host: str, target: str) -> tuple[int, bytes, bytes]:
