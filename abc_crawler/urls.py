@@ -1,6 +1,6 @@
 """Canonical URLs, their 64-bit fingerprints and host names.
 
-The canonical form (documented in the README) is a pure function of the URL, so
+The canonical form (documented in docs/ARCHITECTURE.md) is a pure function of the URL, so
 every rank computes the same fingerprint and the same owner for a link:
 
 1. the link is joined with its base and parsed by a WHATWG URL parser

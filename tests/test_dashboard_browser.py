@@ -24,16 +24,14 @@ from pathlib import Path
 
 import pytest
 
+from browsers import chromium
 from crawlcheck import BIN, LAB, MPIEXEC, check_session, crawl_cli, generate, serve
 from dashcheck import documented_schema, schema_problems
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("ABC_TEST_ARTIFACTS", ROOT / "test-artifacts"))
-CHROMIUM = "/usr/bin/chromium"
-# wait_for_function gets arrow functions: an expression string would be eval'd, which the page's CSP refuses
-# the flags known to work here: no sandbox as root, and no background connections (the network is closed)
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# (Chromium: tests/browsers.py) wait_for_function gets arrow functions: an expression string would be
+# eval'd, which the page's CSP refuses
 REFRESH = 1.0                     # the page's polling interval in these tests (?refresh=1)
 
 pytestmark = pytest.mark.timeout(420)
@@ -41,23 +39,7 @@ pytestmark = pytest.mark.timeout(420)
 
 @pytest.fixture(scope="module")
 def browser():
-    why = None
-    if not Path(CHROMIUM).exists():
-        why = f"{CHROMIUM} is missing (apt-get install chromium; make test installs it)"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        why = why or "the playwright package is missing (pip install -e '.[test]')"
-    if why:
-        if os.environ.get("ABC_REQUIRE_BROWSER"):
-            pytest.fail(why)
-        pytest.skip(why)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from chromium()
 
 
 def watch(page) -> dict:

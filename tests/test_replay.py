@@ -13,9 +13,6 @@ requested through it come back with the bytes that were crawled.
 """
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +21,8 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from crawlcheck import BIN, crawl_cli, free_port, generate, serve
+from browsers import pywb as pywb_server
+from crawlcheck import crawl_cli, generate, serve
 
 from abc_crawler.cdxj import timestamp14
 from abc_crawler.testweb.changes import change_pages
@@ -76,31 +74,10 @@ def sessions(tmp_path_factory):
 @pytest.fixture(scope="module")
 def pywb(sessions):
     d, _ = sessions
-    root = d / "pywb"
-    coll = root / "collections" / "abc"
-    (coll / "archive").mkdir(parents=True)
-    (coll / "indexes").mkdir()
-    for s in ("s1", "s2"):
-        for f in (d / s / "warc").iterdir():
-            shutil.copy(f, coll / ("archive" if f.name.endswith(".warc.gz") else "indexes") / f.name)
-    assert len(list((coll / "archive").iterdir())) > 4          # rotated: several files per rank
-    port = free_port()
-    proc = subprocess.Popen(["timeout", "300", str(BIN / "wayback"), "-p", str(port), "-b", "127.0.0.1", "-d", str(root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                _OPENER.open(f"http://127.0.0.1:{port}/", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("pywb did not start")
-                time.sleep(0.2)
+    with pywb_server(d / "pywb", [d / s / "warc" for s in ("s1", "s2")]) as port:
+        archive = d / "pywb" / "collections" / "abc" / "archive"
+        assert len(list(archive.iterdir())) > 4          # rotated: several files per rank
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def test_session_pages_replay_with_the_crawled_bytes(sessions, pywb):

@@ -37,9 +37,6 @@ import io
 import json
 import os
 import re
-import shutil
-import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -47,15 +44,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from crawlcheck import BIN, crawl_cli, free_port, generate, serve
+from browsers import chromium, pywb as pywb_server
+from crawlcheck import crawl_cli, generate, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("ABC_TEST_ARTIFACTS", ROOT / "test-artifacts"))
-CHROMIUM = "/usr/bin/chromium"
-# as tests/test_dashboard_browser.py, and the test web's hosts on loopback (the port is kept)
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--host-resolver-rules=MAP *.test 127.0.0.1", "--no-proxy-server"]
+# tests/browsers.py's Chromium, with the test web's hosts on loopback (the port is kept)
+MORE_ARGS = ["--host-resolver-rules=MAP *.test 127.0.0.1", "--no-proxy-server"]
 VIEWPORT = {"width": 800, "height": 600}
 TIMEOUT_MS = 30_000
 #: pixels equal within this tolerance (per channel) ...
@@ -71,23 +66,7 @@ _ARCHIVED = re.compile(r"^/abc/(\d{14})([a-z]{2}_)?/(.+)$")
 
 @pytest.fixture(scope="module")
 def browser():
-    why = None
-    if not Path(CHROMIUM).exists():
-        why = f"{CHROMIUM} is missing (apt-get install chromium; make test installs it)"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        why = why or "the playwright package is missing (pip install -e '.[test]')"
-    if why:
-        if os.environ.get("ABC_REQUIRE_BROWSER"):
-            pytest.fail(why)
-        pytest.skip(why)
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=TIMEOUT_MS)
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from chromium(MORE_ARGS, TIMEOUT_MS)
 
 
 class Log:
@@ -224,29 +203,8 @@ def crawled(browser, tmp_path_factory):
 def pywb(crawled):
     """pywb on loopback serving the session (collection ``abc``: its WARC files and CDXJ indexes)."""
     d = crawled[0]
-    root = d / "pywb"
-    coll = root / "collections" / "abc"
-    (coll / "archive").mkdir(parents=True)
-    (coll / "indexes").mkdir()
-    for f in (d / "s" / "warc").iterdir():
-        shutil.copy(f, coll / ("archive" if f.name.endswith(".warc.gz") else "indexes") / f.name)
-    port = free_port()
-    proc = subprocess.Popen(["timeout", "300", str(BIN / "wayback"), "-p", str(port), "-b", "127.0.0.1", "-d", str(root)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                _OPENER.open(f"http://127.0.0.1:{port}/", timeout=2).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("pywb did not start")
-                time.sleep(0.2)
+    with pywb_server(d / "pywb", [d / "s" / "warc"]) as port:
         yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def _timestamp(session: Path, url: str) -> str:
