@@ -28,7 +28,7 @@ from .crawl import STATUS_FIELDS, Rank0Role, RankCrawler, StopFlag
 from .exceptions import AbcError, ConfigError
 from .exchange import Communicator
 from .metrics import imbalance_pct
-from .ownership import make_assignment
+from .assignments import make_assignment
 from .phases import HolderTable, PhaseClock, uses_phases
 from .progress import Progress, format_bytes, graph_rows
 from .proxies import ProxySettings

@@ -8,7 +8,7 @@ graph to ranks. It serves both purposes:
   the previous session's pages), or from the hash baselines;
 * **measured** — ``owners = url_rank`` for the URLs the session requested and
   the session's own owner function for link targets it never requested (see
-  :func:`abc_crawler.ownership.owners_for_assignment`); the result
+  :func:`abc_crawler.assignments.owners_for_assignment`); the result
   must then equal the exchange counters of that session.
 
 Definitions (``own`` = owners, ``R`` = requested URLs, links = distinct

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from abc_crawler.ownership import make_assignment
+from abc_crawler.assignments import make_assignment
 from abc_crawler.session import load_graph
 from abc_crawler.urls import host_of
 from logcheck import row_url

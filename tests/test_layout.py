@@ -109,3 +109,18 @@ def test_every_package_is_installed():
             rel = init.parent.relative_to(ROOT / top).parts
             found.add(".".join([name, *rel]))
     assert found == listed, (found - listed, listed - found)
+
+
+def test_the_owner_rules_do_not_import_the_partitioner():
+    """abc_crawler/ownership.py (the owner rules) is imported by partition/partvec.py (the vector's
+    file); it must not import the partitioner back, not even lazily inside a function (issue 31:
+    the cycle). abc_crawler/assignments.py sits above both."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    tree = ast.parse((root / "abc_crawler" / "ownership.py").read_text())
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in imported if "partition" in m or m.endswith("assignments")], imported
+    pv = ast.parse((root / "partition" / "partvec.py").read_text())
+    assert any((n.module or "").endswith("ownership") for n in ast.walk(pv) if isinstance(n, ast.ImportFrom))

@@ -10,6 +10,7 @@ import pytest
 from abc_crawler.session import SessionGraph
 from abc_crawler.urls import fingerprint, host_of
 from abc_crawler import ownership as owners
+from abc_crawler.assignments import owners_for_assignment
 from abc_crawler.partition import (assignment_metrics, balance, export, hypergraph, metis, models, partvec,
                                    synthetic)
 from abc_crawler.metrics import imbalance_pct
@@ -108,7 +109,7 @@ def test_predict_tiny():
 def test_predict_measured_equals_site_model_objectives():
     g = synthetic.synthetic_graph(3000, 30, ranks=4, seed=5)
     # measured: url_rank (hash) + hash for never-requested targets
-    meas = predict(g, owners.owners_for_assignment(g, "hash"), 4)
+    meas = predict(g, owners_for_assignment(g, "hash"), 4)
     assert meas == predict(g, owners_hash(g, 4), 4)
     # site hash: every URL of a host on one rank; site-graph cut == volume over links into known hosts
     sg, sh = site_graph(g), site_hypergraph(g)

@@ -447,7 +447,7 @@ def test_proxy_env_and_no_proxy(names_web, tmp_path):
 # -- --max-depth, redirects, XHTML -------------------------------------------------------------------
 
 def test_max_depth_counts_links_from_a_seed_across_ranks(tmp_path):
-    from abc_crawler.ownership import make_assignment
+    from abc_crawler.assignments import make_assignment
 
     port = free_port()
     d = tmp_path / "web"

@@ -2,7 +2,8 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler.ownership import HashAssignment, SiteHashAssignment, make_assignment
+from abc_crawler.assignments import make_assignment
+from abc_crawler.ownership import HashAssignment, SiteHashAssignment
 from abc_crawler.exceptions import AssignmentError
 from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 
