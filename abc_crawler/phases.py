@@ -87,6 +87,8 @@ Examples
 """
 from __future__ import annotations
 
+from enum import StrEnum
+
 import math
 from typing import Mapping
 
@@ -257,7 +259,19 @@ class HolderTable:
 FULL_SLOT_SHARE = 0.9
 #: the rank was starved when its loop was away for at least this share of the request's time
 STARVED_SHARE = 0.25
-CUT_WARM, CUT_LATE, CUT_STARVED, CUT_SLOW = "warm_up", "late_start", "starved", "slow_response"
+
+
+class Cut(StrEnum):
+    """Why a request was cut at its slot's end (stats.json ``slot_cuts``; the crawl log's
+    ``slotcut:CAUSE``). A ``StrEnum``: each member is the string the session files hold."""
+
+    WARM_UP = "warm_up"              # a warm-up slot (not counted towards --max-slot-cuts)
+    LATE_START = "late_start"        # started late in its slot
+    STARVED = "starved"              # the rank's loop was away (a busy machine)
+    SLOW_RESPONSE = "slow_response"  # it had its slot: the server is slower than a slot (counted)
+
+
+CUT_WARM, CUT_LATE, CUT_STARVED, CUT_SLOW = Cut.WARM_UP, Cut.LATE_START, Cut.STARVED, Cut.SLOW_RESPONSE
 
 
 def cut_cause(limit: float, usable: float, host_time: float | None = None, loop_gap: float = 0.0,

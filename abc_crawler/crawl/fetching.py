@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import deque
+from enum import StrEnum
 from dataclasses import dataclass
 
 from ..crawllog import CrawlLog
@@ -28,9 +29,18 @@ from .links import LinkClassifier
 from .pages import PageProcessor
 from .routing import Router
 from .slots import LEASE_POLL_SECONDS, SlotGate
+from ..phases import CUT_SLOW
 from .. import logs
 
 _log = logs.get("fetching")
+
+
+class FetchKind(StrEnum):
+    """What a request fetches (the first part of its fetcher key)."""
+
+    ROBOTS = "robots"     # a robots.txt (or a hop of its redirects)
+    SITEMAP = "sitemap"   # a sitemap file
+    PAGE = "page"         # a URL of the frontier
 #: the crawl log's hop letters of a requisite and a refresh target (Heritrix's E and R)
 EMBED_HOP, REFRESH_HOP = ord("E"), ord("R")
 
@@ -48,7 +58,7 @@ class Batch:
     host: str
     todo: list[int]
     next_at: float = 0.0
-    robots: bool = False          # a robots.txt or sitemap request is in flight
+    side_fetch: bool = False      # a robots.txt or sitemap request of the host is in flight
     current: int | None = None    # URL index in flight (a page)
     sitemap: int | None = None    # URL index of the sitemap file in flight
     deadline: float | None = None # shared-clock end of the slot the request in flight belongs to
@@ -178,7 +188,7 @@ class BatchRunner:
         while due and due[0][0] <= now and self.fetcher.in_flight < cap:
             at, _, host = heapq.heappop(due)
             b = self.batches.get(host)
-            if b is not None and b.next_at == at and b.current is None and not b.robots:
+            if b is not None and b.next_at == at and b.current is None and not b.side_fetch:
                 self.advance(b, now)
 
     def _wake(self, b: Batch, at: float) -> None:
@@ -274,10 +284,10 @@ class BatchRunner:
             url0 = self.frontier.url(b.todo[0]) if b.todo else None
             if url0 is not None:
                 prefix = url0[: url0.index("/", url0.index("://") + 3)]
-                b.robots = True
+                b.side_fetch = True
                 b.asked += 1
                 b.via, b.redirects = url0, 0
-                self._submit(b, ("robots", host), robots_url(prefix), limit)
+                self._submit(b, (FetchKind.ROBOTS, host), robots_url(prefix), limit)
                 return
         elif h.state != "ready":           # retry pending: give the URLs back, try later
             self._give_back(b)
@@ -296,15 +306,15 @@ class BatchRunner:
                 continue
             if self.router.is_sitemap(url):      # a sitemap file, not a page: no request of the count
                 b.sitemap = idx
-                b.robots = True
+                b.side_fetch = True
                 b.asked += 1
-                self._submit(b, ("sitemap", host), url, limit)
+                self._submit(b, (FetchKind.SITEMAP, host), url, limit)
                 return
             b.current = idx
             b.asked += 1
             self.counters.requests += 1
             # a URL the previous session stored is asked conditionally (If-None-Match / If-Modified-Since)
-            self._submit(b, ("page", host), url, limit, headers=(
+            self._submit(b, (FetchKind.PAGE, host), url, limit, headers=(
                 self.previous.conditional_headers(fingerprint(url)) if self.previous is not None else ()))
             return
         # batch done: the element rests in TIMEWAIT what is left of the host's rest
@@ -342,10 +352,10 @@ class BatchRunner:
         if cut:
             gap = max((g for end, g in self.gaps if end > b.started), default=0.0)
             cause = self.gate.cut_cause(host, b.slot_len, b.limit, b.full, gap)
-        if kind == "robots":
+        if kind == FetchKind.ROBOTS:
             self._on_robots(b, r, cause, now)
             return
-        if kind == "sitemap":
+        if kind == FetchKind.SITEMAP:
             self._on_sitemap(b, r, cause, now)
             return
         idx = b.current
@@ -356,7 +366,7 @@ class BatchRunner:
             # Only a cut that is the request's own fault counts (it had a full slot and the server did
             # not answer, or the server never answers within a slot); after a late start or while the
             # rank was starved it goes back to the front of its host's queue with no penalty.
-            book = self.cuts if cause == "slow_response" else self.free_cuts
+            book = self.cuts if cause == CUT_SLOW else self.free_cuts
             n = book[idx] = book.get(idx, 0) + 1
             action, kind_ = after_cut(cause, self.cuts.get(idx, 0), self.free_cuts.get(idx, 0),
                                       self.cfg.max_slot_cuts)
@@ -404,13 +414,13 @@ class BatchRunner:
 
     def _on_robots(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
         host = b.host
-        b.robots = False
+        b.side_fetch = False
         self.lines.robots(r, b.redirects, b.via, cause)
         st = self.hosts[host]
         if cause is not None:                    # the slot ended first: ask again in the host's next slot
-            if cause == "slow_response":
+            if cause == CUT_SLOW:
                 st.robots_cuts += 1
-            if cause != "slow_response" or st.robots_cuts < self.cfg.max_slot_cuts:
+            if cause != CUT_SLOW or st.robots_cuts < self.cfg.max_slot_cuts:
                 self.robots.forget(host)
                 self._rested(b, r, now)
                 return
@@ -463,20 +473,20 @@ class BatchRunner:
         b.robots_next = None
         self._stamp(b, limit, full, now)
         b.addr = self.groups.spacing_address(host)
-        b.robots = True
+        b.side_fetch = True
         b.asked += 1
-        self._submit(b, ("robots", host), nxt, limit)
+        self._submit(b, (FetchKind.ROBOTS, host), nxt, limit)
         return True
 
     def _on_sitemap(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
         """A sitemap file's answer: the URLs it lists enter the crawl as seeds do (not links)."""
-        b.robots = False
+        b.side_fetch = False
         idx, b.sitemap = b.sitemap, None
         notes = [*self._tries(idx), "sitemap"]
         if cause is not None:
             notes.append(f"slotcut:{cause}")
             # cut at the slot's end: asked again in the host's next slot, within a page's bounds
-            book = self.cuts if cause == "slow_response" else self.free_cuts
+            book = self.cuts if cause == CUT_SLOW else self.free_cuts
             book[idx] = book.get(idx, 0) + 1
             action, kind_ = after_cut(cause, self.cuts.get(idx, 0), self.free_cuts.get(idx, 0),
                                       self.cfg.max_slot_cuts)
@@ -555,7 +565,7 @@ class BatchRunner:
         while self.fetcher.in_flight and time.monotonic() < deadline:
             for r in self.fetcher.poll(0.01):
                 kind, host = r.key
-                if kind == "page":
+                if kind == FetchKind.PAGE:
                     b = self.batches.get(host)
                     idx = None
                     if b is not None and b.current is not None:
