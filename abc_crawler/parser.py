@@ -66,7 +66,9 @@ _SRCSET_TAGS = frozenset({"img", "source"})
 _CSS_URL = re.compile(rb"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))\s*\)|@import\s+(?:"([^"]*)"|'([^']*)')""",
                       re.I)
 _CSS_COMMENT = re.compile(rb"/\*.*?(?:\*/|\Z)", re.S)
-_STYLE_ATTR = re.compile(rb"style\s*=", re.I)
+#: every style attribute's value, in document order (C-level: a regular expression over the body to
+#: find out whether there is one cost 5x more, bench/parser_micro.py)
+_STYLE_VALUES = etree.XPath("//@style")
 
 
 def is_css(content_type: str) -> bool:
@@ -231,6 +233,7 @@ def _parser(encoding: str | None) -> etree.HTMLParser:
     return p
 
 
+_NAV_TAGS = ("a", "area", "base", "meta", "link")
 _TAGS = ("a", "area", "base", "meta", "link", "img", "source", "video", "audio", "track", "script", "iframe",
          "frame", "embed", "object", "style", "input")
 
@@ -266,44 +269,9 @@ def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool 
     refresh: list[str] = []
     # (``_get(el, name)``, the unbound method, costs less than ``el.get(name)``: the bound-method
     # lookup on an lxml element was a third of the walk, bench/parser_micro.py)
-    for el in _iter_document(root, *_TAGS):
+    # (the anchors first: most elements a page yields are <a>)
+    for el in _iter_document(root, *(_TAGS if requisites else _NAV_TAGS)):
         tag = el.tag
-        if tag in _SRC_TAGS or tag == "object" or tag == "style" or tag == "link":
-            if tag == "link":
-                href = _get(el, "href")
-                rels = set((_get(el, "rel") or "").lower().split())
-                if href and href.strip():
-                    if rels & _EMBED_RELS:
-                        if requisites:
-                            embeds.append(href.strip())
-                    elif rels & _NAV_RELS:
-                        related.append(href.strip())
-            elif not requisites:
-                pass
-            elif tag == "style":
-                if el.text:
-                    embeds.extend(css_links(el.text))
-            elif tag == "object":
-                data = _get(el, "data")
-                if data and data.strip():
-                    embeds.append(data.strip())
-            elif tag == "input":
-                src = _get(el, "src")
-                if src and src.strip() and (_get(el, "type") or "").strip().lower() == "image":
-                    embeds.append(src.strip())
-            else:
-                src = _get(el, "src")
-                if src and src.strip():
-                    embeds.append(src.strip())
-                if tag in _SRCSET_TAGS:
-                    srcset = _get(el, "srcset")
-                    if srcset:
-                        embeds.extend(srcset_urls(srcset))
-                elif tag == "video":
-                    poster = _get(el, "poster")
-                    if poster and poster.strip():
-                        embeds.append(poster.strip())
-            continue
         if tag == "a" or tag == "area":
             href = _get(el, "href")
             if href:
@@ -312,21 +280,52 @@ def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool 
                     nofollow.append(href)
                 else:
                     links.append(href)
+        elif tag in _SRC_TAGS:
+            src = _get(el, "src")
+            if src and src.strip():
+                if tag != "input" or (_get(el, "type") or "").strip().lower() == "image":
+                    embeds.append(src.strip())
+            if tag in _SRCSET_TAGS:
+                srcset = _get(el, "srcset")
+                if srcset:
+                    embeds.extend(srcset_urls(srcset))
+            elif tag == "video":
+                poster = _get(el, "poster")
+                if poster and poster.strip():
+                    embeds.append(poster.strip())
+        elif tag == "link":
+            href = _get(el, "href")
+            if href and href.strip():
+                rels = set((_get(el, "rel") or "").lower().split())
+                if rels & _EMBED_RELS:
+                    if requisites:
+                        embeds.append(href.strip())
+                elif rels & _NAV_RELS:
+                    related.append(href.strip())
         elif tag == "base":
             if base_el is None and _get(el, "href") is not None:
                 base_el = el                          # the first <base> with an href, even an empty one
-        elif tag == "meta" and (equiv := _get(el, "http-equiv")) is not None and equiv.strip().lower() == "refresh":
-            target = refresh_url(_get(el, "content") or "")
-            if target:
-                refresh.append(target)
-        elif not meta_nofollow:
-            name = _get(el, "name")
-            if name is not None and name.translate(_ROBOTS_FOLD) == "robots":
-                content = _get(el, "content")
-                if content is not None:
-                    tokens = {t.strip().lower() for t in content.split(",")}
-                    if "nofollow" in tokens or "none" in tokens:
-                        meta_nofollow = True
+        elif tag == "meta":
+            equiv = _get(el, "http-equiv")
+            if equiv is not None and equiv.strip().lower() == "refresh":
+                target = refresh_url(_get(el, "content") or "")
+                if target:
+                    refresh.append(target)
+            elif not meta_nofollow:
+                name = _get(el, "name")
+                if name is not None and name.translate(_ROBOTS_FOLD) == "robots":
+                    content = _get(el, "content")
+                    if content is not None:
+                        tokens = {t.strip().lower() for t in content.split(",")}
+                        if "nofollow" in tokens or "none" in tokens:
+                            meta_nofollow = True
+        elif tag == "style":
+            if el.text:
+                embeds.extend(css_links(el.text))
+        elif tag == "object":
+            data = _get(el, "data")
+            if data and data.strip():
+                embeds.append(data.strip())
     page = ParsedPage()
     if base_el is not None:
         page.base = base_el.get("href").strip() or None
@@ -334,11 +333,10 @@ def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool 
         page.meta_nofollow = True
         nofollow = [h for el in _iter_document(root, "a", "area") if (h := _get(el, "href"))]
         links = []
-    if requisites and _STYLE_ATTR.search(body):     # style="..." attributes: url() in inline CSS
-        for el in _iter_document(root):
-            style = _get(el, "style") if isinstance(el.tag, str) else None
-            if style and "url" in style.lower():
-                embeds.extend(css_links(style))
+    if requisites and (b"tyle" in body or b"TYLE" in body):     # style="..." attributes: url() in inline CSS
+        for style in _STYLE_VALUES(root):
+            if "url" in style.lower():
+                embeds.extend(css_links(str(style)))
     page.links, page.nofollow = links, nofollow
     page.embeds, page.related, page.refresh = embeds, related, refresh
     return page
