@@ -224,7 +224,7 @@ class BatchRunner:
         t = self.groups.next_at[addr] = now + self.cfg.ip_politeness_delay
         for host in self._ip_wait.pop(addr, ()):
             w = self.batches.get(host)
-            if w is not None and w.current is None and not w.robots:
+            if w is not None and w.current is None and not w.side_fetch:
                 self._wake(w, max(t, w.next_at))
 
     def _rest(self, host: str, seconds: float) -> float:
