@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from abc_crawler.assignments import make_assignment
-from abc_crawler.session import load_graph
+from abc_crawler.session import SessionGraph, load_graph
 from abc_crawler.urls import host_of
 from logcheck import row_url
 from ownership_ref import owner_function
@@ -464,3 +464,19 @@ def rank_pids(marker: str) -> list[int]:
         if cmd and not cmd[0].endswith(b"mpiexec") and any(c.endswith(b"abc-crawl") for c in cmd):
             pids.append(int(p))
     return sorted(pids)
+
+
+def graph_crawled_by(urls: list[str], parts, ranks: int) -> SessionGraph:
+    """A session graph in which every URL of ``urls`` was requested by rank ``parts[i]`` and answered
+    200 with 1,000 bytes in superstep 0, each a node: what a test builds a part vector from."""
+    import numpy as np
+
+    n = len(urls)
+    g = SessionGraph.from_urls(urls, ranks=ranks)
+    g.url_rank = np.asarray(parts).astype(np.int16)
+    g.url_status = np.full(n, 200, np.int16)
+    g.url_bytes = np.full(n, 1000, np.int64)
+    g.url_superstep = np.zeros(n, np.int32)
+    g.url_node = np.arange(n, dtype=np.int32)
+    g.node_url = np.arange(n, dtype=np.int32)
+    return g

@@ -16,9 +16,9 @@ import pytest
 
 from abc_crawler.partition.partvec import make_partvec, save_partvec
 from abc_crawler.phases import PhaseClock
-from abc_crawler.session import SessionGraph, load_graph
+from abc_crawler.session import load_graph
 from abc_crawler.urls import host_of
-from crawlcheck import check_session, crawl_cli, generate, host_overlaps, read_log, serve
+from crawlcheck import check_session, crawl_cli, generate, graph_crawled_by, host_overlaps, read_log, serve
 
 K = 4
 SLOT = 0.3
@@ -47,13 +47,7 @@ def split_web(tmp_path_factory):
     others = sorted(h for h in by_host if h != big)
     parts = np.array([0 if host_of(u) == big else 1 + others.index(host_of(u)) % 3 for u in requested]
                      + [2] * len(gone))
-    vg = SessionGraph.from_urls(urls, ranks=K)
-    vg.url_rank = parts.astype(np.int16)
-    vg.url_status = np.full(len(urls), 200, np.int16)
-    vg.url_bytes = np.full(len(urls), 1000, np.int64)
-    vg.url_superstep = np.zeros(len(urls), np.int32)
-    vg.url_node = np.arange(len(urls), dtype=np.int32)
-    vg.node_url = np.arange(len(urls), dtype=np.int32)
+    vg = graph_crawled_by(urls, parts, K)
     pv = d / "pv.npz"
     save_partvec(pv, make_partvec(vg, parts, K, "page-gp"))
     return web, pv, big

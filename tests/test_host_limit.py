@@ -18,9 +18,9 @@ from abc_crawler import stopping
 from abc_crawler.crawl import quotas as quotas_mod
 from abc_crawler.crawl.quotas import HostQuotas, grants
 from abc_crawler.partition.partvec import make_partvec, save_partvec
-from abc_crawler.session import SessionGraph, load_graph
+from abc_crawler.session import load_graph
 from abc_crawler.urls import host_of
-from crawlcheck import check_session, crawl_cli, generate, serve
+from crawlcheck import check_session, crawl_cli, generate, graph_crawled_by, serve
 
 K = 4
 
@@ -134,13 +134,7 @@ def gathered(tmp_path_factory):
     (big, n), (_, n2) = by_host.most_common(2)
     others = sorted(h for h in by_host if h != big)
     parts = np.array([0 if host_of(u) == big else 1 + others.index(host_of(u)) % 3 for u in requested])
-    vg = SessionGraph.from_urls(requested, ranks=K)
-    vg.url_rank = parts.astype(np.int16)
-    vg.url_status = np.full(len(requested), 200, np.int16)
-    vg.url_bytes = np.full(len(requested), 1000, np.int64)
-    vg.url_superstep = np.zeros(len(requested), np.int32)
-    vg.url_node = np.arange(len(requested), dtype=np.int32)
-    vg.node_url = np.arange(len(requested), dtype=np.int32)
+    vg = graph_crawled_by(requested, parts, K)
     pv = d / "pv.npz"
     save_partvec(pv, make_partvec(vg, parts, K, "page-gp"))
     return web, pv, big, n, n2, set(requested)
@@ -214,13 +208,7 @@ def gathered_on_last(gathered, tmp_path_factory):
     web, pv, big, n, n2, requested = gathered
     urls = sorted(requested)
     parts = np.full(len(urls), K - 1)
-    vg = SessionGraph.from_urls(urls, ranks=K)
-    vg.url_rank = parts.astype(np.int16)
-    vg.url_status = np.full(len(urls), 200, np.int16)
-    vg.url_bytes = np.full(len(urls), 1000, np.int64)
-    vg.url_superstep = np.zeros(len(urls), np.int32)
-    vg.url_node = np.arange(len(urls), dtype=np.int32)
-    vg.node_url = np.arange(len(urls), dtype=np.int32)
+    vg = graph_crawled_by(urls, parts, K)
     pv3 = tmp_path_factory.mktemp("pvlast") / "pv.npz"
     save_partvec(pv3, make_partvec(vg, parts, K, "page-gp"))
     return web, pv3, len(requested)
