@@ -335,7 +335,7 @@ def check_log(web_dir: Path, session: Path, runs: list[list[dict]], manifest: di
     """The session against the server's access log (tests/logcheck.py): nothing disallowed or
     outside the served hosts, each page answered once, robots.txt once per host and rank, and the
     politeness rests of every rank."""
-    from logcheck import check_once, check_politeness
+    from logcheck import ANY_SLOT, SlotGrid, check_once, check_politeness
 
     exp = manifest["expected"]
     port = manifest["port"]
@@ -357,7 +357,13 @@ def check_log(web_dir: Path, session: Path, runs: list[list[dict]], manifest: di
     assert not hits, ("requests for pages robots.txt disallowed", hits[:3])
     assert {r["host"].split(":")[0] for r in rows} <= normal_hosts | hostile_hosts
     cuts = stats.get("slot_cuts", {}).get("total", 0)
-    once = check_once(runs, port, normal_hosts, stored, cuts + stats.get("retries", 0), requested)
+    # failed attempts are bounded by the log (each explained by the server's answer or by a slot
+    # boundary of the run's grid); the crawler's count of requests asked again is checked against it.
+    # stats.json records the slot grid of the last run only: an earlier run of a resumed session
+    # ran under slots too, on a grid that is not recorded
+    grid = SlotGrid.of_session(stats)
+    grids = [grid if grid is None or k == len(runs) - 1 else ANY_SLOT for k in range(len(runs))]
+    once = check_once(runs, port, normal_hosts, stored, cuts + stats.get("retries", 0), requested, grids)
     if stats["stopped"] == "done":
         # nothing was fetched that the session does not know of (a crawl stopped early may leave
         # requests in flight that it drops, to ask again after a resume)

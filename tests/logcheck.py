@@ -4,11 +4,15 @@ saw, not what the crawler says it did.
 * :func:`check_once`: each page is answered once per session. A *failed attempt* apart: an answer
   the crawler did not get (it gave up, e.g. a request cut at its phase slot's end or timed out,
   closing the connection) is the last request of its connection and the same URL is asked again
-  later; there are no more of them than the crawler's own count of requests asked again
-  (``slot_cuts`` + ``retries``). A resumed session is given as one log per run: a page fetched in
-  a run after that run's last checkpoint is fetched again by design, so a page may be answered
-  once per run, but only the stored fetch (the WARC record's date) may be the last, and no run
-  after the stored fetch asks for it again.
+  later. Each one must be explained by the server's own log (:func:`unexplained_failures`): an
+  answer the server did not complete, a 429 or 503 (the statuses the crawler asks again), or —
+  under phase slots — a re-ask in a later slot than the attempt (a slot boundary of the run's grid,
+  :class:`SlotGrid`, between them). The crawler's own count of requests asked again
+  (``slot_cuts`` + ``retries``) is then checked against the log, not used as its bound: it is at
+  least the failed attempts the log holds. A resumed session is given as one log per run: a page
+  fetched in a run after that run's last checkpoint is fetched again by design, so a page may be
+  answered once per run, but only the stored fetch (the WARC record's date) may be the last, and no
+  run after the stored fetch asks for it again.
 * :func:`check_politeness`: politeness is spacing. Per host, between any two consecutive requests
   — of one rank, and under phase slots of any ranks — at least the rest the crawler owed after
   the first: max(politeness delay, Crawl-delay, delay factor x its response time); never two at
@@ -23,12 +27,20 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-__all__ = ["row_url", "failed_attempts", "check_once", "check_politeness", "check_ip_spacing", "CLOCK_SLACK"]
+__all__ = ["row_url", "failed_attempts", "unexplained_failures", "SlotGrid", "ANY_SLOT", "check_once",
+           "check_politeness", "check_ip_spacing", "CLOCK_SLACK", "SLOT_SLACK", "RETRY_STATUS"]
 
 #: seconds of slack on every lower bound of a gap between two log times: both ends are the
 #: server's time.time() taken in one process (microseconds apart from what the client waits);
 #: 2 ms covers the clock's resolution and slewing, not scheduling
 CLOCK_SLACK = 0.002
+#: seconds of slack on a slot boundary: the ranks' shared clock is rank 0's, each rank's reading of it
+#: off by at most its measured error bound (docs/ARCHITECTURE.md, phase slots), which its guard band
+#: covers; on one machine that error is microseconds, across hosts (tests/multihost) milliseconds
+SLOT_SLACK = 0.01
+#: statuses the crawler asks again after (docs/SESSION_FORMAT.md, ``retries``: "a timeout, reset,
+#: 429 or 503"); written here, not imported from the crawler
+RETRY_STATUS = (429, 503)
 
 
 def row_url(r: dict, port: int) -> str:
@@ -54,13 +66,121 @@ def failed_attempts(rows: list[dict], port: int) -> set[int]:
             if r["req"] == last_req[r["conn"]] and later[(row_url(r, port), r["rank"])] > r["t_start"]}
 
 
+class SlotGrid:
+    """The phase slots of one run, as the docs define them (abc_crawler/phases.py's docstring,
+    "Warm-up"; docs/SESSION_FORMAT.md: ``phase_origin``, ``phases``, ``phase_warmup``,
+    ``politeness.phase_seconds``), written here from that text: slots of ``phase_seconds`` counted
+    from the epoch until ``origin``, where the slot containing it ends; from there ``n_phases``
+    slots of ``phase_seconds / 2**warmup``, the next ``n_phases`` twice that, ... until slots reach
+    ``phase_seconds``. Without a warm-up (``warmup`` 0 or no origin) the regular slots only.
+
+    >>> g = SlotGrid(1.0, 2, 2, origin=10.3)          # slots 0.25, 0.25, 0.5, 0.5, then 1 s
+    >>> [g.slot(t) for t in (10.2, 10.3, 10.54, 10.56, 10.9, 11.3, 11.8, 12.79, 12.81)]
+    [(0, 10), (1, 0), (1, 0), (1, 1), (1, 2), (1, 3), (1, 4), (1, 4), (1, 5)]
+    >>> g.boundary_between(10.4, 10.45), g.boundary_between(10.4, 10.6)   # 0.05 s of slack each side
+    (False, True)
+    >>> SlotGrid(1.0, 2).slot(7.5), SlotGrid(1.0, 2, 3, origin=None).slot(7.5)   # no warm-up: regular slots
+    ((0, 7), (0, 7))
+    """
+
+    def __init__(self, phase_seconds: float, n_phases: int, warmup: int = 0, origin: float | None = None,
+                 slack: float = SLOT_SLACK):
+        self.length, self.n, self.slack = float(phase_seconds), int(n_phases), float(slack)
+        self.warmup = int(warmup) if origin is not None else 0
+        self.origin = float(origin) if self.warmup else None
+        # the warm-up slots' starts (offsets from the origin), then the first regular one
+        self.starts: list[float] = []
+        x = 0.0
+        for k in range(self.warmup):
+            step = self.length / 2 ** (self.warmup - k)
+            for _ in range(self.n):
+                self.starts.append(x)
+                x += step
+        self.regular_from = x
+
+    @classmethod
+    def of_session(cls, stats: dict, slack: float = SLOT_SLACK) -> "SlotGrid | None":
+        """The grid of a session's (last) run from its stats.json; None when phases were off."""
+        pr = stats["per_rank"][0]
+        if not pr.get("phases"):
+            return None
+        return cls(stats["politeness"]["phase_seconds"], pr["phases"], pr.get("phase_warmup", 0),
+                   pr.get("phase_origin"), slack)
+
+    def slot(self, t: float) -> tuple[int, int]:
+        """A key of the slot holding time ``t``, increasing with ``t``."""
+        import math
+
+        if self.origin is None or t < self.origin:
+            return 0, math.floor(t / self.length)
+        x = t - self.origin
+        if x >= self.regular_from:
+            return 1, len(self.starts) + math.floor((x - self.regular_from) / self.length)
+        return 1, max(i for i, a in enumerate(self.starts) if a <= x)
+
+    def boundary_between(self, lo: float, hi: float) -> bool:
+        """A slot boundary in (``lo``, ``hi``], give or take :data:`SLOT_SLACK`."""
+        return self.slot(lo - self.slack) != self.slot(hi + self.slack)
+
+
+#: the grid of a run whose slots the session does not record (an earlier run of a resumed session):
+#: any two times may lie in different slots
+ANY_SLOT = "any slot"
+
+
+def unexplained_failures(rows: list[dict], port: int, failed: set[int], grid) -> list[tuple]:
+    """The failed attempts (indices ``failed`` into ``rows``) the server's log does not explain, as
+    (URL, rank, status, t_start). The server cannot see whether a client read bytes it wrote, so an
+    attempt is explained by what it can see:
+
+    * it did not complete the answer: ``end`` ``reset``, ``stalled`` or ``closed`` (the client went
+      away first), or no byte written (``t_write`` null);
+    * it answered 429 or 503 (:data:`RETRY_STATUS`: the crawler asks again after a back-off);
+    * under phase slots (``grid``: a :class:`SlotGrid`, or :data:`ANY_SLOT`; None: phases off): the
+      crawler cuts a request at its slot's end and asks again in a later slot, so a slot boundary
+      lies between the attempt's send and the re-ask's. The client sent the attempt after it had the
+      answer to its previous request to that host (one at a time per rank and host: checked by
+      :func:`check_politeness`), so after that answer's ``t_write``, and sent the re-ask before its
+      ``t_start``: the boundary is in (previous ``t_write``, re-ask ``t_start``].
+
+    A complete answer of another status, taken again by the same rank with no slot boundary in
+    between (or with phases off), is a page fetched twice, whatever the crawler counted."""
+    by_key: dict[tuple, list[int]] = defaultdict(list)       # (host, rank) -> row indices by t_start
+    for i, r in enumerate(rows):
+        by_key[(r["host"], r["rank"])].append(i)
+    out = []
+    for idx in by_key.values():
+        idx.sort(key=lambda i: rows[i]["t_start"])
+        for pos, i in enumerate(idx):
+            if i not in failed:
+                continue
+            a = rows[i]
+            if a.get("end") not in (None, "done") or a.get("t_write") is None or a["status"] in RETRY_STATUS:
+                continue
+            if grid == ANY_SLOT:
+                continue
+            if grid is not None:
+                url = row_url(a, port)
+                again = next((rows[j] for j in idx[pos + 1:] if row_url(rows[j], port) == url), None)
+                prev = next((rows[j] for j in reversed(idx[:pos])
+                             if j not in failed and rows[j].get("t_write") is not None), None)
+                lo = prev["t_write"] if prev is not None else float("-inf")
+                if again is not None and (lo == float("-inf") or grid.boundary_between(lo, again["t_start"])):
+                    continue
+            out.append((row_url(a, port), a["rank"], a["status"], a["t_start"]))
+    return out
+
+
 def check_once(runs: list[list[dict]], port: int, normal_hosts: set[str], stored: dict[str, tuple[str, str]],
-               asked_again: int, requested: set[str] | None = None) -> dict:
+               asked_again: int, requested: set[str] | None = None, grids: list | None = None) -> dict:
     """Assert each page is answered once (see the module docstring). ``runs``: the log of each run
     of the session, in order; ``normal_hosts``: host names whose every answer counts (elsewhere
     only 200 answers: a hostile host's 5xx and 429 are retried on purpose); ``stored``: URL ->
     (file, WARC-Date) of its stored record; ``asked_again``: the crawler's count of requests asked
-    again; ``requested``: URLs that must have been answered (normal hosts), or None.
+    again, checked to be at least the log's failed attempts; ``requested``: URLs that must have
+    been answered (normal hosts), or None; ``grids``: each run's phase slots (a :class:`SlotGrid`,
+    :data:`ANY_SLOT`, or None for a run without phase slots; default: None for every run), which
+    bound its failed attempts (:func:`unexplained_failures`).
     Returns ``{"answers": {url: n}, "failed": n}``."""
     from datetime import datetime, timezone
 
@@ -69,9 +189,14 @@ def check_once(runs: list[list[dict]], port: int, normal_hosts: set[str], stored
     n_failed = 0
     robots: Counter = Counter()
     sitemaps: Counter = Counter()
+    grids = list(grids) if grids is not None else [None] * len(runs)
+    assert len(grids) == len(runs), ("one slot grid per run", len(grids), len(runs))
+    unexplained: list = []
     for k, rows in enumerate(runs):
         failed = failed_attempts(rows, port)
-        n_failed += sum(1 for i in failed if rows[i]["status"] == 200 or rows[i]["host"] in normal_hosts)
+        counted = {i for i in failed if rows[i]["status"] == 200 or rows[i]["host"] in normal_hosts}
+        n_failed += len(counted)
+        unexplained += unexplained_failures(rows, port, counted, grids[k])
         for i, r in enumerate(rows):
             if i in failed or not _answered(r) or r["rank"] < 0:
                 continue
@@ -107,6 +232,9 @@ def check_once(runs: list[list[dict]], port: int, normal_hosts: set[str], stored
         if not (last[1] >= t_stored - CLOCK_SLACK and all(t < t_stored for k, t in ans if (k, t) != last)):
             problems.append((url, "the stored fetch is not the last answer of the session", sorted(ans),
                              stored[url]))
+    if unexplained:
+        problems.append(("failed attempts the server's log does not explain (a complete answer taken again "
+                         "with no slot boundary between)", len(unexplained), unexplained[:5]))
     if n_failed > asked_again:
         problems.append(("more failed attempts in the log than the crawler asked again", n_failed, asked_again))
     if requested is not None:
