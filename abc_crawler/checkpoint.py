@@ -59,7 +59,9 @@ _NAME = re.compile(r"rank-(\d{5})\.(\d{8})\.ckpt$")
 #: then the state. Formats 1 (no header) and 2 were pickle streams: refused, never unpickled.
 _HEADER_FORMAT = 3
 #: the version of the state a rank saves (abc_crawler.crawl.state); 1: pickled crawler objects
-STATE_VERSION = 4
+STATE_VERSION = 5
+#: the state versions this code reads (4: per-URL facts in dicts, moved into columns on resume)
+READ_VERSIONS = (4, 5)
 
 
 def _dir(session_dir) -> Path:
@@ -184,7 +186,7 @@ def checkpoint_problems(session_dir, rank: int, superstep: int) -> list[str]:
     except OSError as exc:
         return [f"unreadable {path} ({exc.strerror or exc})"]
     version = header.get("state_version", 1)
-    if version != STATE_VERSION:
+    if version not in READ_VERSIONS:
         return [f"{path}: checkpoint state version {version}, this abc-crawler reads version {STATE_VERSION} "
                 "(resume the session with the abc-crawler version that wrote it, or start a new session)"]
     out = []

@@ -48,6 +48,7 @@ class Setting:
     help: str
     minimum: float | None = None
     choices: tuple | None = None
+    maximum: float | None = None
 
 
 # The one table of defaults. Order is the order of the CLI reference.
@@ -99,7 +100,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_segment_repeats", int, 3, "URLs repeating one path segment more often are dropped as traps", 1),
     Setting("max_pages_per_host", int, 100_000, "URLs of one host admitted in all ranks together, whatever the assignment (a host over it gets exactly the limit)", 1),
     Setting("max_redirects", int, 10, "longest redirect chain followed from one URL", 0),
-    Setting("max_retries", int, 2, "retries of a URL after a timeout, reset or 429/503", 0),
+    Setting("max_retries", int, 2, "retries of a URL after a timeout, reset or 429/503", 0, maximum=255),
     Setting("retry_backoff_seconds", float, 1.0, "first back-off of a host after a retryable failure (doubles; Retry-After wins, capped at 60 s)", 0.0),
     Setting("host_max_failures", int, 8, "consecutive transport failures after which a host is given up", 1),
     Setting("user_agent", str, None, "User-Agent header (default abc-crawler/VERSION (+CONTACT)); robots.txt rules are matched on its product token"),
@@ -112,7 +113,7 @@ SETTINGS: tuple[Setting, ...] = (
             choices=("auto", "on", "off")),
     Setting("slot_handover", bool, True, "a rank that holds a host's phase slot but has nothing queued for it hands the slot to a rank that announced work for the host"),
     Setting("n_phases", int, 0, "number of phases (0: the number of ranks); must be >= the number of ranks", 0),
-    Setting("max_slot_cuts", int, 3, "a request cut at the end of its phase slot this many times in a row fails as slot_too_short (it cannot fit in a slot)", 1),
+    Setting("max_slot_cuts", int, 3, "a request cut at the end of its phase slot this many times in a row fails as slot_too_short (it cannot fit in a slot)", 1, maximum=255),
     Setting("phase_seconds", float, 0.0, "length of a phase time slot (0: auto, long enough for the longest rest a host can owe plus a request, so that a holder always gets a request in: 37.51 s at the defaults)", 0.0),
     Setting("phase_warmup", int, 3, "fast rotation while the frontier fills: the first n-phases slots last phase-seconds/2^W, the next n-phases twice that, ..., then phase-seconds; each rank serves each phase once per length, and a cut in a warm-up slot does not count towards max-slot-cuts; no slot shorter than 50 ms or four guards (0: off)", 0),
     Setting("phase_guard", float, 0.005, "least unused seconds at both ends of a slot; the guard grows to each rank's measured clock error bound (RTT/2 + drift) when that is larger; requests are cut at the slot end", 0.0),
@@ -219,6 +220,8 @@ def _coerce(s: Setting, value: Any) -> Any:
         raise ConfigError(f"{flag}: expected {what}, got {value!r}") from None
     if s.minimum is not None and v < s.minimum:
         raise ConfigError(f"{flag}: must be >= {s.minimum:g}, got {v!r}")
+    if s.maximum is not None and v > s.maximum:
+        raise ConfigError(f"{flag}: must be <= {s.maximum:g}, got {v!r}")
     if s.choices is not None and v not in s.choices:
         raise ConfigError(f"{flag}: must be one of {', '.join(s.choices)}, got {v!r}")
     return v

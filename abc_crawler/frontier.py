@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import xxhash
 
 from .urlstates import COMPLETED, IN_LIST, IN_PROGRESS, STALLED, URLStates
+from .visits import HostVisits
 
 __all__ = [
     "IN_LIST", "IN_PROGRESS", "COMPLETED", "STALLED",
@@ -105,7 +106,8 @@ class Frontier(URLStates):
         self.elements = [[Element(c, r) for r in range(n_rows)] for c in range(n_columns)]
         self.by_host: dict[str, Element] = {}   # hosts that hold an element (not FREE)
         self._blk_heap: list[tuple[float, str]] = []  # (until, host): every back-off set
-        self.blocked_until: dict[str, float] = {}    # hosts not to be scheduled before a time (see block())
+        # what this rank knows of each host (its rest, back-off, failures, robots.txt, slot leases)
+        self.hosts = HostVisits()
         self.collisions = 0               # host visits that found their column full
         self._vetoed: set[int] = set()    # hosts admit() refused
         self._col_wait: dict[int, list[int]] = {}   # column -> hosts that found it full
@@ -133,8 +135,23 @@ class Frontier(URLStates):
 
     def block(self, host: str, until: float) -> None:
         """No element of ``host`` before ``until`` (a back-off, a lease's politeness rest)."""
-        self.blocked_until[host] = until
+        self.hosts[host].blocked_until = until
         heapq.heappush(self._blk_heap, (until, host))
+
+    def hold_off(self, host: str, until: float, now: float) -> None:
+        """This rank sends ``host`` nothing before ``until`` (monotonic; a retry's back-off, a lease's
+        rest): its rest ends no earlier, and no element of it is scheduled before — never earlier
+        than a rest or back-off it already has."""
+        v = self.hosts[host]
+        if until > v.next_at:
+            v.next_at = until
+        if until > now and until > v.blocked_until:
+            self.block(host, until)
+
+    def blocked_until(self, host: str) -> float:
+        """When ``host``'s back-off ends (0: none set)."""
+        v = self.hosts.get(host)
+        return 0.0 if v is None else v.blocked_until
 
     def readmit(self) -> None:
         """``admit`` may answer differently now (a new phase slot): hosts it refused are visited again."""
@@ -170,7 +187,7 @@ class Frontier(URLStates):
         nxt = self._next
         names = self._host_names
         by_host = self.by_host
-        blocked = self.blocked_until
+        visits = self.hosts
         wend = self.lo + self.window
         placed = 0
         for h in order:
@@ -194,8 +211,8 @@ class Frontier(URLStates):
                 if e.state != QUEUING or len(e.urls) >= limit:
                     continue                         # busy: marked again when its element is FREE
             else:
-                until = blocked.get(host, 0.0) if blocked else 0.0
-                if until > now:
+                v = visits.get(host)
+                if v is not None and v.blocked_until > now:
                     continue                         # marked when the back-off ends (_blk_heap)
                 c = self._hcol[h]
                 for e in self.elements[c]:
@@ -347,13 +364,15 @@ class Frontier(URLStates):
     # -- checkpoints ---------------------------------------------------------
     def state_for_checkpoint(self) -> dict:
         """The mutable part (the append-only part goes through ``take_increment``)."""
-        return {"n": len(self.states), "states": bytes(self.states), "collisions": self.collisions}
+        return {"n": len(self.states), "states": bytes(self.states), "collisions": self.collisions,
+                "counts": self.counts_for_checkpoint()}
 
     def restore_state(self, st: dict) -> None:
         """After the increments were replayed: states of the checkpoint; URLs that were being
         fetched are fetched again, the Bucket starts empty, FIFOs and counts are rebuilt."""
         self.reset_bucket()
         self.restore_states(st)
+        self.restore_counts(st.get("counts", {}))
         self.collisions = st["collisions"]
 
     def reset_bucket(self) -> None:
@@ -362,7 +381,8 @@ class Frontier(URLStates):
             for e in col:
                 e.reset()
         self.by_host.clear()
-        self.blocked_until.clear()
+        for v in self.hosts.values():
+            v.blocked_until = 0.0
         self._tw_heap, self._flush_heap, self._ripe = [], [], []
         self._blk_heap.clear()
         self._col_wait.clear()

@@ -252,23 +252,42 @@ class RobotsCache:
     """
 
     def __init__(self, agent: str, retry_seconds: float = 5.0, enabled: bool = True,
-                 max_crawl_delay: float = float("inf")):
+                 max_crawl_delay: float = float("inf"), visits=None):
         self.agent = robots_token(agent)
         self.max_crawl_delay = max_crawl_delay    # a host asking a longer Crawl-delay is skipped
         self.retry_seconds = retry_seconds
         self.enabled = enabled
-        self.hosts: dict[str, HostRobots] = {}
+        # where each host's entry lives: the ``robots`` slot of its record in ``visits`` (a mapping
+        # host -> record, :class:`abc_crawler.visits.HostVisits`), or a table of this cache's own
+        self._visits = visits
+        self._own: dict[str, HostRobots] = {}
         self.fetches = 0
         self.adopted = 0                  # answers taken from other ranks
         self.redirects = 0                # robots.txt redirects followed
 
     def get(self, host: str) -> HostRobots:
-        h = self.hosts.get(host)
+        if self._visits is not None:
+            v = self._visits[host]
+            h = v.robots
+            if h is None:
+                h = v.robots = self._new()
+            return h
+        h = self._own.get(host)
         if h is None:
-            h = self.hosts[host] = HostRobots()
-            if not self.enabled:
-                h.state = "ready"
+            h = self._own[host] = self._new()
         return h
+
+    def _new(self) -> HostRobots:
+        h = HostRobots()
+        if not self.enabled:
+            h.state = "ready"
+        return h
+
+    def crawl_delays(self) -> dict[str, float]:
+        """host -> the Crawl-delay its robots.txt asks (hosts that ask one)."""
+        entries = ((host, v.robots) for host, v in self._visits.items()) if self._visits is not None \
+            else self._own.items()
+        return {host: h.crawl_delay for host, h in entries if h is not None and h.crawl_delay > 0}
 
     def needs_fetch(self, host: str, now: float) -> bool:
         h = self.get(host)

@@ -25,6 +25,7 @@ from . import __version__, crash
 from .config import CrawlConfig
 from .coordinator import Coordinator, KernelWorker
 from .crawl import STATUS_FIELDS, Rank0Role, RankCrawler, StopFlag
+from .crawl.counters import per_rank_of, totals
 from .exceptions import AbcError, ConfigError
 from .exchange import Communicator
 from .metrics import imbalance_pct
@@ -360,67 +361,35 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
 
         # whole graph (exact SCCs, HyperBall estimates) and first N pages (exact APSD/SCC), labelled
         graph_stats.update(graph_json(co.kernels.close()))
-    per_rank = [{k: s[k] for k in ("rank", "pages", "bytes", "requests", "cpu_s")} | {
-        k: s[k] for k in ("responses", "nodes", "not_modified", "warc_files", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
-                          "idle_empty_s", "exchange_s", "handovers", "leases", "leases_late", "phase_origin",
-                          "batches", "urls_per_connection",
-                          "connections", "robots_fetches", "robots_adopted", "duplicates", "slot_cuts", "warm_cuts", "cuts_late", "cuts_starved", "cuts_slow", "retries", "phases", "phase_warmup",
-                          "clock_offset_s",
+    # the registered counters (crawl/counters.STATS) per rank, then what other parts of a rank know
+    per_rank = [{"rank": s["rank"], **per_rank_of(s)} | {
+        k: s[k] for k in ("cpu_s", "warc_files", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
+                          "idle_empty_s", "exchange_s", "phase_origin", "urls_per_connection", "connections",
+                          "robots_fetches", "robots_adopted", "phases", "phase_warmup", "clock_offset_s",
                           "clock_rtt_s", "clock_syncs", "max_rss_kb")} for s in summaries]
-    errors: dict[str, int] = {}
-    links: dict[str, int] = {}
-    oos: dict[str, int] = {}
-    for s in summaries:
-        for k, v in s["errors"].items():
-            errors[k] = errors.get(k, 0) + v
-        for k, v in s["links"].items():
-            links[k] = links.get(k, 0) + v
-        for k, v in s["out_of_scope_hosts"].items():
-            oos[k] = oos.get(k, 0) + v
     total = lambda key: sum(s[key] for s in summaries)  # noqa: E731
-    pages = total("pages")
+    sums = totals(summaries)                       # every registered counter's sum, under its stats.json key
     stats = {
         "ranks": len(summaries),
-        "pages_crawled": pages,
-        "pages_failed": total("pages_failed"),
-        "pages_redirected": total("pages_redirected"),
-        "requests": total("requests"),
-        "retries": total("retries"),
-        "bytes_stored": total("bytes"),
-        "bytes_decoded": total("bytes_decoded"),     # the same bodies, Content-Encoding undone
+        **sums,
         "wall_s": round(wall, 3),
         "pages_per_s": round(total("requests") / wall, 2) if wall > 0 else 0.0,
         "cpu_s": round(total("cpu_s"), 3),
         "assignment": assignment.describe(),
         "stopped": stopped,
         "per_rank": per_rank,
-        "exchange": {
-            "supersteps": crawler.superstep,
-            "volume_bytes": total("volume_bytes"),
-            "wire_bytes": total("wire_bytes"),
-            "wire_urls": total("wire_urls"),
-            "messages_thesis": total("messages_thesis"),
-            "messages_mpi": total("messages_mpi"),
-        },
+        "exchange": {"supersteps": crawler.superstep, **sums["exchange"]},
         "imbalance": {
             "storage_pct": round(imbalance_pct([s["bytes"] for s in summaries]), 4),
             "request_pct": round(imbalance_pct([s["requests"] for s in summaries]), 4),
         },
         "overlap_pages": co.overlap_pages,
-        "duplicates": total("duplicates"),
-        "not_modified": total("not_modified"),
         "robots_fetches": total("robots_fetches"),
         "robots_adopted": total("robots_adopted"),
         "robots_redirects": total("robots_redirects"),
         "refused_connections": total("refused_connections"),  # the address rule, per connection
-        "sitemaps": _sum_counts(s["sitemaps"] for s in summaries),
-        "errors": dict(sorted(errors.items())),
-        "links": dict(sorted(links.items())),
-        "out_of_scope_hosts": dict(sorted(oos.items(), key=lambda kv: -kv[1])[:50]),
         "graph": graph_stats,
         "bounds": time_bounds(co, summaries, cfg, wall),
-        "slot_cuts": {"total": total("slot_cuts"), "warm_up": total("warm_cuts"), "late_start": total("cuts_late"),
-                      "starved": total("cuts_starved"), "slow_response": total("cuts_slow")},
     }
     # issue 28: a crawl that sent nothing with work queued says so
     stats["stall"] = crawler.stall.summary()
@@ -429,7 +398,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
                            "ip_delay_s": cfg.ip_politeness_delay, "delay_s": cfg.politeness_delay,
                            "delay_factor": cfg.delay_factor, "phase_seconds": phase_seconds_of(cfg)}
     # issue 29: no silent drops, no silent stop
-    stats["dropped"] = dropped_by_limits(links, errors)
+    stats["dropped"] = dropped_by_limits(stats["links"], stats["errors"])
     stats["queued_at_stop"] = crawler.queued
     stats["stop_line"] = stop_line(stopped, crawler.queued, stats["dropped"])
     # issue 33: the links of the URL graph by kind (graph.npz link_kind)
@@ -444,15 +413,6 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
                     "per_rank": [c.get("WARNING", 0) for c in counts]}
     atomic_write_json(sd / "stats.json", stats)
     return stats
-
-
-def _sum_counts(dicts) -> dict:
-    """Several ``{key: count}`` summed, sorted by key."""
-    out: dict[str, int] = {}
-    for d in dicts:
-        for k, v in d.items():
-            out[k] = out.get(k, 0) + v
-    return dict(sorted(out.items()))
 
 
 def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> dict:

@@ -10,6 +10,22 @@ completed), a ``uint32`` position, a ``uint32`` origin id (``scheme://host[:port
 with its host), the state byte and the int32 link of its host's FIFO of IN_LIST URLs (in URLStates
 order). Per host: the FIFO's ends and the count of URLs not completed, whose crossings of zero are
 the work announcements of the phase slots.
+
+Per-URL facts are columns beside the state byte, set when the URL is added (what travels with it
+to its owner, :mod:`abc_crawler.urlline`) or counted while it is fetched — never side dicts:
+
+=============  ======  ==============================================================
+column         type    meaning
+=============  ======  ==============================================================
+``hops``       uint8   redirect hops that led to the URL (saturates at 255)
+``depth``      uint16  link hops from a seed (``--max-depth``), or a sitemap file's index
+                       level (saturates at 65,535)
+``sitemap``    byte    1: a sitemap file (fetched for the URLs it lists, not a page)
+``attempts``   uint8   retries so far (``--max-retries`` is at most 255)
+``cuts``       uint8   counted slot-end cuts (``--max-slot-cuts`` is at most 255)
+``free_cuts``  uint8   slot-end cuts that were not the request's fault (bounded by
+                       :data:`abc_crawler.crawl.decisions.MAX_FREE_CUTS`)
+=============  ======  ==============================================================
 """
 from __future__ import annotations
 
@@ -25,6 +41,8 @@ IN_LIST, IN_PROGRESS, COMPLETED, STALLED = 0, 1, 2, 3
 CHUNK_BITS = 20                      # path text in 1 MiB chunks; position = chunk << 20 | offset
 CHUNK = 1 << CHUNK_BITS
 _OFF_MASK = CHUNK - 1
+#: the largest value of a ``uint8`` / ``uint16`` fact column (values saturate there)
+MAX_U8, MAX_U16 = 255, 65535
 
 
 class _URLView:
@@ -49,6 +67,13 @@ class URLStates:
         self._pos = array("I")            # chunk << CHUNK_BITS | offset of the path
         self._origin = array("I")         # origin id
         self._next = array("i")           # next URL of the host's FIFO (-1: none)
+        # per-URL facts (see the module's table)
+        self.hops = array("B")
+        self.depth = array("H")
+        self.sitemap = bytearray()
+        self.attempts = bytearray()
+        self.cuts = bytearray()
+        self.free_cuts = bytearray()
         self._chunks: list = []           # path text: bytearrays of CHUNK bytes (None once freed)
         self._chunk_used: list[int] = []  # bytes written into each chunk
         self._chunk_live: list[int] = []  # URLs of the chunk not completed
@@ -74,8 +99,10 @@ class URLStates:
     def _host_added(self, host: str) -> None:
         """A new host got id ``len(self._host_names) - 1`` (the Bucket adds its column)."""
 
-    def add(self, url: str, host: str) -> int:
-        """Append a new URL (the caller has done the URL-seen test); return its index."""
+    def add(self, url: str, host: str, hops: int = 0, depth: int = 0, sitemap: bool = False) -> int:
+        """Append a new URL (the caller has done the URL-seen test) with its facts: the redirect
+        ``hops`` that led to it, its link ``depth`` (or a sitemap file's index level) and whether it
+        is a ``sitemap`` file; return its index."""
         s = url.find("/", url.find("://") + 3)
         if s < 0:
             s = len(url)
@@ -83,7 +110,35 @@ class URLStates:
         o = self._origin_ids.get(prefix)
         if o is None:
             o = self._new_origin(prefix, host)
-        return self._append(o, url[s:].encode())
+        i = self._append(o, url[s:].encode())
+        if hops:
+            self.hops[i] = min(hops, MAX_U8)
+        if depth:
+            self.depth[i] = min(depth, MAX_U16)
+        if sitemap:
+            self.sitemap[i] = 1
+        return i
+
+    def tries(self, idx: int) -> int:
+        """Which request of URL ``idx`` the next one is: 1 + its retries and slot-end cuts."""
+        return 1 + self.attempts[idx] + self.cuts[idx] + self.free_cuts[idx]
+
+    def count_retry(self, idx: int) -> int:
+        """One more retry of URL ``idx``; its retries so far."""
+        n = self.attempts[idx] = min(self.attempts[idx] + 1, MAX_U8)
+        return n
+
+    def count_cut(self, idx: int, counted: bool) -> tuple[int, int]:
+        """One more slot-end cut of URL ``idx`` (``counted``: its own fault); its ``(counted,
+        free)`` cuts so far."""
+        col = self.cuts if counted else self.free_cuts
+        col[idx] = min(col[idx] + 1, MAX_U8)
+        return self.cuts[idx], self.free_cuts[idx]
+
+    def clear_cuts(self, idx: int) -> None:
+        """URL ``idx`` had an answer (or its cuts made a failure): its next request, if any, is
+        cut afresh."""
+        self.cuts[idx] = self.free_cuts[idx] = 0
 
     def _new_origin(self, prefix: str, host: str) -> int:
         h = self._host_ids.get(host)
@@ -116,6 +171,12 @@ class URLStates:
         self.states.append(IN_LIST)
         self._origin.append(o)
         self._next.append(-1)
+        self.hops.append(0)
+        self.depth.append(0)
+        self.sitemap.append(0)
+        self.attempts.append(0)
+        self.cuts.append(0)
+        self.free_cuts.append(0)
         h = self._origin_host[o]
         if self._hpend[h] == 0:
             self._work_changed.add(h)
@@ -252,7 +313,7 @@ class URLStates:
     def nbytes(self) -> int:
         """Bytes held by the per-URL columns and the path text (not the per-host tables)."""
         return (len(self.states) + self._pos.itemsize * len(self._pos) + 4 * len(self._origin)
-                + 4 * len(self._next) + sum(len(c) for c in self._chunks if c is not None))
+                + 4 * len(self._next) + 7 * len(self.hops) + sum(len(c) for c in self._chunks if c is not None))
 
     def text_bytes(self) -> int:
         """Path bytes written into chunks not freed."""
@@ -287,6 +348,10 @@ class URLStates:
             parts.append(bytes(data[int(o[0]):int(e[-1])]))
         inc["lens"] = lens
         inc["text"] = b"".join(parts)
+        # the facts set when a URL is added
+        inc["hops"] = np.frombuffer(self.hops, dtype=np.uint8)[m:n].copy()
+        inc["depth"] = np.frombuffer(self.depth, dtype=np.uint16)[m:n].copy()
+        inc["sitemap"] = np.frombuffer(self.sitemap, dtype=np.uint8)[m:n].copy()
         self._mark_urls, self._mark_origins = n, len(self._origin_prefix)
         return inc
 
@@ -298,10 +363,36 @@ class URLStates:
             self._new_origin(prefix, host)
         text = inc["text"]
         p = 0
+        first = len(self.states)
         for o, k in zip(inc["origin"].tolist(), inc["lens"].tolist()):
             self._append(o, text[p:p + k])
             p += k
+        if "hops" in inc:                    # (absent from logs written before the facts were columns)
+            self.hops[first:] = array("B", np.asarray(inc["hops"], dtype=np.uint8).tobytes())
+            self.depth[first:] = array("H", np.asarray(inc["depth"], dtype=np.uint16).tobytes())
+            self.sitemap[first:] = np.asarray(inc["sitemap"], dtype=np.uint8).tobytes()
         self._mark_urls, self._mark_origins = len(self.states), len(self._origin_prefix)
+
+    def counts_for_checkpoint(self) -> dict:
+        """The facts counted while URLs are fetched (retries, cuts), sparse: ``{column: (indices,
+        values)}`` of the URLs where they are not 0."""
+        out = {}
+        for name in ("attempts", "cuts", "free_cuts"):
+            a = np.frombuffer(getattr(self, name), dtype=np.uint8)
+            nz = np.flatnonzero(a)
+            out[name] = (nz.astype(np.int64), a[nz].copy())
+        return out
+
+    def restore_counts(self, d: dict) -> None:
+        """The sparse counts of :meth:`counts_for_checkpoint` (``{}``: all 0)."""
+        n = len(self.states)
+        for name in ("attempts", "cuts", "free_cuts"):
+            col = bytearray(n)
+            if name in d:
+                idx, val = d[name]
+                a = np.frombuffer(col, dtype=np.uint8)
+                a[np.asarray(idx, dtype=np.int64)] = np.asarray(val, dtype=np.uint8)
+            setattr(self, name, col)
 
     def restore_states(self, st: dict) -> np.ndarray:
         """After the increments were replayed: the checkpoint's states; URLs that were being

@@ -83,6 +83,8 @@ def test_durations_with_units(text, value):
     ("accept_regex", "(unclosed", r"^accept-regex: bad regular expression '\(unclosed'"),
     ("reject_regex", "[", r"^reject-regex: bad regular expression '\['"),
     ("log_level", "chatty", r"^log-level: must be one of debug, info, warning, error, got 'chatty'$"),
+    ("max_retries", "256", r"^max-retries: must be <= 255, got 256$"),        # a URL's counts are bytes
+    ("max_slot_cuts", "1000", r"^max-slot-cuts: must be <= 255, got 1000$"),
 ])
 def test_a_bad_value_names_the_flag_and_the_value(key, value, msg):
     with pytest.raises(ConfigError, match=msg):

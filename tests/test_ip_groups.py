@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from abc_crawler import ipgroups
 from abc_crawler.crawl.counters import RankCounters
-from abc_crawler.crawl.hosts import HostTable
 from abc_crawler.crawl.slots import SlotGate
 from abc_crawler.frontier import Frontier
 from abc_crawler.ipgroups import Groups
@@ -61,7 +60,7 @@ class Clock:
 def _gate(rank, holders, clock, groups):
     pc = PhaseClock(rank, K, K, 1.0, 0.005)
     f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
-    g = SlotGate(rank, pc, holders, clock, comm=None, frontier=f, hosts=HostTable(), counters=RankCounters(),
+    g = SlotGate(rank, pc, holders, clock, comm=None, frontier=f, counters=RankCounters(),
                  handover=False, groups=groups)
     return g
 

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from abc_crawler.config import CrawlConfig, phase_seconds_of
 from abc_crawler.crawl.counters import RankCounters
 from abc_crawler.crawl.fetching import BatchRunner
-from abc_crawler.crawl.hosts import HostTable
 from abc_crawler.crawl.slots import SlotGate
 from abc_crawler.exceptions import ConfigError
 from abc_crawler.frontier import IN_LIST, TIMEWAIT, Frontier
@@ -99,8 +98,8 @@ def _gate(rank, t, K=2, host_pages=None, factor=0.0, max_delay=0.0, L=1.0, guard
     holders = HolderTable(K, K, host_pages)
     clock = FakeClock(t, err)
     f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
-    hosts = HostTable()
-    gate = SlotGate(rank, pc, holders, clock, comm=None, frontier=f, hosts=hosts, counters=RankCounters(),
+    hosts = f.hosts
+    gate = SlotGate(rank, pc, holders, clock, comm=None, frontier=f, counters=RankCounters(),
                     handover=handover, delay_factor=factor, max_delay=max_delay)
     return gate, pc, holders, clock, f, hosts
 
@@ -176,7 +175,7 @@ def simulate(K, shares, L, guard, errs, base, factor, max_delay, durations, slot
     for r in range(K):
         pc = PhaseClock(r, K, K, L, guard)
         f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
-        gates.append(SlotGate(r, pc, holders, clocks[r], comm=None, frontier=f, hosts=HostTable(),
+        gates.append(SlotGate(r, pc, holders, clocks[r], comm=None, frontier=f,
                               counters=RankCounters(), handover=False, delay_factor=factor, max_delay=max_delay))
     free_at = [0.0] * K            # true time from which the rank may ask again (its own rest)
     out = []
@@ -272,8 +271,9 @@ def _runner(gate, clock, f, hosts, delay, factor=0.0, max_delay=None):
     fetcher = SimpleNamespace(submit=lambda key, url, timeout=None, headers=(): submitted.append((key, url, timeout)),
                               in_flight=0)
     pages = SimpleNamespace(previous=None)
-    runner = BatchRunner(cfg, f, fetcher, robots, gate, hosts, gate.counters if gate else RankCounters(), pages,
-                         router=SimpleNamespace(is_sitemap=lambda u: False), clock=clock,
+    assert hosts is f.hosts                    # the frontier owns the per-host records
+    runner = BatchRunner(cfg, f, fetcher, robots, gate, gate.counters if gate else RankCounters(), pages,
+                         router=SimpleNamespace(), clock=clock,
                          may_request=lambda: True, share_robots=False, own_hosts=frozenset(), links=None)
     return runner, submitted
 
@@ -293,7 +293,7 @@ def test_the_requests_of_one_batch_are_spaced_by_the_rest():
     f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
     for i in range(3):
         f.add(f"http://{host}/{i}", host)
-    hosts = HostTable()
+    hosts = f.hosts
     runner, submitted = _runner(None, None, f, hosts, delay=1.0, factor=2.0, max_delay=30.0)
     runner.start(100.0)
     assert [u for _, u, _ in submitted] == [f"http://{host}/0"]
@@ -369,7 +369,7 @@ def test_a_lease_is_passed_on_and_only_one_rank_holds_the_slot_at_a_time():
     for r in range(K):
         pc = PhaseClock(r, K, K, 1.0, 0.005)
         f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
-        g = SlotGate(r, pc, holders, clock, comm.for_rank(r), f, HostTable(), RankCounters())
+        g = SlotGate(r, pc, holders, clock, comm.for_rank(r), f, RankCounters())
         g.update()
         gates.append(g)
     for r, g in enumerate(gates):
@@ -405,7 +405,7 @@ def test_a_lease_holds_back_a_batch_already_resting_here():
     clock = FakeClock(s + 0.1)
     pc = PhaseClock(1, 2, 2, 1.0, 0.005)
     f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
-    g = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, HostTable(), RankCounters())
+    g = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, RankCounters())
     g.update()
     g.hosts[host].next_at = 999.0                        # its own rest is long over
     comm.inbox[1] = [f"{host}\t{s}\t{clock.shared() + 0.3!r}".encode()]

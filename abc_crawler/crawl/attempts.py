@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from ..crawllog import CrawlLog
 from ..fetcher import Response
-from ..urls import fingerprint
 
 __all__ = ["AttemptLog", "tries"]
 
@@ -33,14 +32,14 @@ class AttemptLog:
     def enabled(self) -> bool:
         return self.log.enabled
 
-    def path_via(self, idx: int | None, fp: int) -> tuple[str, str] | None:
-        """The discovery path and via of URL ``idx`` (before the router forgets them), None without a log."""
-        return self.router.path_via(idx, fp) if self.log.enabled else None
+    def path_via(self, idx: int | None) -> tuple[str, str] | None:
+        """The discovery path and via of URL ``idx``, None without a log."""
+        return self.router.path_via(idx) if self.log.enabled else None
 
     def answer(self, r: Response, idx: int | None, notes: list[str]) -> None:
         """An answer that is not final (a cut, a retry), or a sitemap file's."""
         if self.log.enabled:
-            self.log.response(r, *self.router.path_via(idx, fingerprint(r.url)), None, notes)
+            self.log.response(r, *self.router.path_via(idx), None, notes)
 
     def final(self, r: Response, path_via: tuple[str, str] | None, notes: list[str] | None, kind: str) -> None:
         """A final answer, once :meth:`.pages.PageProcessor.outcome` has stored it: the digest the WARC
@@ -71,4 +70,4 @@ class AttemptLog:
     def given_up(self, idx: int, url: str, kind: str) -> None:
         """A URL completed without a request (robots.txt disallows it, its host was given up)."""
         if self.log.enabled:
-            self.log.given_up(url, kind, *self.router.path_via(idx, fingerprint(url)))
+            self.log.given_up(url, kind, *self.router.path_via(idx))

@@ -1,66 +1,160 @@
-"""What a rank counts: :class:`RankCounters` (plain numbers and counters, saved in checkpoints
-as plain data) and where its idle time went (:class:`IdleTimes`)."""
+"""What a rank counts, registered once: :data:`STATS` names each counter with its kind, its line
+of documentation, its key in a rank's summary and in ``stats.json`` (:func:`totals`,
+:func:`per_rank`); :class:`RankCounters` is made from it (plain numbers and counters, saved in
+checkpoints as plain data). A new counter is one line here: the rank's summary, the totals and
+``per_rank`` of ``stats.json`` follow, and ``tests/test_docs.py`` checks that
+``docs/SESSION_FORMAT.md`` documents its keys. Where a rank's idle time went is :class:`IdleTimes`."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 
-__all__ = ["RankCounters", "IdleTimes"]
+__all__ = ["Stat", "STATS", "COUNT", "KINDS", "RankCounters", "IdleTimes", "summary_of", "totals", "per_rank_of",
+           "sum_counts"]
+
+#: a number summed over ranks
+COUNT = "count"
+#: ``{kind: count}`` (a :class:`collections.Counter`), summed per key over ranks
+KINDS = "kinds"
 
 
-@dataclass
-class RankCounters:
-    requests: int = 0             # page requests issued (robots.txt excluded)
-    responses: int = 0            # final outcomes processed (responses and transport failures)
-    pages_ok: int = 0
-    pages_failed: int = 0
-    pages_redirected: int = 0
-    bytes: int = 0                # response bodies as received (Content-Encoding and all)
-    bytes_decoded: int = 0        # the same bodies with their Content-Encoding undone
-    nodes: int = 0
-    duplicates: int = 0
-    not_modified: int = 0         # pages answered 304 to a conditional request (--previous)
-    volume: int = 0               # Türk MV
-    messages_thesis: int = 0
-    wire_bytes: int = 0
-    wire_urls: int = 0
-    messages_mpi: int = 0
-    batches: int = 0
-    slot_cuts: int = 0            # requests cut at a slot end and put back
-    warm_cuts: int = 0            # of which at the end of a warm-up slot (not counted towards max-slot-cuts)
-    cuts_late: int = 0            # of which started too late in their slot to have it (not counted)
-    cuts_starved: int = 0         # of which this rank's loop was away (a busy machine; not counted)
-    cuts_slow: int = 0            # of which the server did not answer within a full slot (counted)
-    retries: int = 0
-    handovers: int = 0            # slots this rank handed over (it held a host with nothing queued)
-    leases: int = 0               # slots handed to this rank
-    leases_late: int = 0          # leases that arrived after the crawl ended
-    errors: Counter = field(default_factory=Counter)
-    links: Counter = field(default_factory=Counter)
-    out_of_scope_hosts: Counter = field(default_factory=Counter)
-    sitemaps: Counter = field(default_factory=Counter)   # sitemap files fetched, URLs listed, skipped
+@dataclass(frozen=True)
+class Stat:
+    """One counter of a rank. ``key``: its name in the rank's summary and ``per_rank`` (default: the
+    attribute's); ``total``: where ``stats.json`` keeps its sum over ranks, a key or
+    ``"parent.key"`` (None: not summed); ``per_rank``: listed for each rank too; ``top``: a
+    :data:`KINDS` counter keeps its ``top`` largest keys only (None: all, sorted by key)."""
 
-    def as_plain(self) -> dict:
-        """Plain data (numbers and dicts) for a checkpoint."""
-        # (not dataclasses.asdict: it rebuilds a Counter from (key, value) pairs, counting the pairs)
-        return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Counter) else v) for f in fields(self)}
+    name: str
+    kind: str
+    doc: str
+    key: str | None = None
+    total: str | None = None
+    per_rank: bool = False
+    top: int | None = None
 
-    def load(self, d: dict) -> None:
-        """Take the values of :meth:`as_plain`'s ``d``, in place (the parts of the crawler keep
-        references to the counters); unknown keys are refused, missing ones are zero."""
-        names = {f.name for f in fields(self)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"unknown counters {sorted(unknown)}")
-        fresh = type(self)()
-        for k in names:
-            v = d.get(k, getattr(fresh, k))
-            cur = getattr(self, k)
-            if isinstance(cur, Counter):
-                cur.clear()
-                cur.update(v)
-            else:
-                setattr(self, k, v)
+    @property
+    def summary_key(self) -> str:
+        return self.key or self.name
+
+
+#: every counter of a rank, in the order of the summary
+STATS: tuple[Stat, ...] = (
+    Stat("requests", COUNT, "page requests issued (robots.txt excluded)", total="requests", per_rank=True),
+    Stat("responses", COUNT, "final outcomes processed (responses and transport failures)", per_rank=True),
+    Stat("pages_ok", COUNT, "responses with status 200 (and 304s standing for one)", key="pages",
+         total="pages_crawled", per_rank=True),
+    Stat("pages_failed", COUNT, "responses with status >= 400 and transport failures", total="pages_failed"),
+    Stat("pages_redirected", COUNT, "responses with status 3xx", total="pages_redirected"),
+    Stat("bytes", COUNT, "response bodies as received (Content-Encoding and all)", total="bytes_stored",
+         per_rank=True),
+    Stat("bytes_decoded", COUNT, "the same bodies with their Content-Encoding undone", total="bytes_decoded"),
+    Stat("nodes", COUNT, "responses that became graph nodes", per_rank=True),
+    Stat("duplicates", COUNT, "bodies that duplicate one stored before (WARC revisits)", total="duplicates",
+         per_rank=True),
+    Stat("not_modified", COUNT, "pages answered 304 to a conditional request (--previous)", total="not_modified",
+         per_rank=True),
+    Stat("volume", COUNT, "Tuerk's exchange volume MV", key="volume_bytes", total="exchange.volume_bytes"),
+    Stat("messages_thesis", COUNT, "Tuerk's message count NM", total="exchange.messages_thesis"),
+    Stat("wire_bytes", COUNT, "bytes of URLs sent to other ranks", total="exchange.wire_bytes"),
+    Stat("wire_urls", COUNT, "URLs sent to other ranks", total="exchange.wire_urls"),
+    Stat("messages_mpi", COUNT, "MPI messages with a non-empty payload to another rank", total="exchange.messages_mpi"),
+    Stat("batches", COUNT, "Bucket elements fetched (one host's URLs over one connection)", per_rank=True),
+    Stat("slot_cuts", COUNT, "requests cut at a slot end and put back", total="slot_cuts.total", per_rank=True),
+    Stat("warm_cuts", COUNT, "of which at the end of a warm-up slot (not counted towards --max-slot-cuts)",
+         total="slot_cuts.warm_up", per_rank=True),
+    Stat("cuts_late", COUNT, "of which started too late in their slot to have it (not counted)",
+         total="slot_cuts.late_start", per_rank=True),
+    Stat("cuts_starved", COUNT, "of which this rank's loop was away (a busy machine; not counted)",
+         total="slot_cuts.starved", per_rank=True),
+    Stat("cuts_slow", COUNT, "of which the server did not answer within a full slot (counted)",
+         total="slot_cuts.slow_response", per_rank=True),
+    Stat("retries", COUNT, "requests asked again after a timeout, reset, 429 or 503", total="retries", per_rank=True),
+    Stat("handovers", COUNT, "slots this rank handed over (it held a host with nothing queued)", per_rank=True),
+    Stat("leases", COUNT, "slots handed to this rank", per_rank=True),
+    Stat("leases_late", COUNT, "leases that arrived after the crawl ended", per_rank=True),
+    Stat("errors", KINDS, "why requests failed or pages were not used, by kind", total="errors"),
+    Stat("links", KINDS, "what became of the links found, by reason", total="links"),
+    Stat("out_of_scope_hosts", KINDS, "hosts of out-of-scope links, by links", total="out_of_scope_hosts", top=50),
+    Stat("sitemaps", KINDS, "sitemap files fetched, URLs listed, skipped, by kind", total="sitemaps"),
+)
+
+
+def _as_plain(self) -> dict:
+    """Plain data (numbers and dicts) for a checkpoint."""
+    # (not dataclasses.asdict: it rebuilds a Counter from (key, value) pairs, counting the pairs)
+    return {f.name: (dict(v) if isinstance(v := getattr(self, f.name), Counter) else v) for f in fields(self)}
+
+
+def _load(self, d: dict) -> None:
+    """Take the values of :meth:`as_plain`'s ``d``, in place (the parts of the crawler keep
+    references to the counters); unknown keys are refused, missing ones are zero."""
+    names = {f.name for f in fields(self)}
+    unknown = set(d) - names
+    if unknown:
+        raise ValueError(f"unknown counters {sorted(unknown)}")
+    fresh = type(self)()
+    for k in names:
+        v = d.get(k, getattr(fresh, k))
+        cur = getattr(self, k)
+        if isinstance(cur, Counter):
+            cur.clear()
+            cur.update(v)
+        else:
+            setattr(self, k, v)
+
+
+#: the counters of one rank, one attribute per :data:`STATS` entry (0, or an empty Counter)
+RankCounters = make_dataclass(
+    "RankCounters",
+    [(s.name, int, field(default=0)) if s.kind == COUNT else (s.name, Counter, field(default_factory=Counter))
+     for s in STATS],
+    namespace={"as_plain": _as_plain, "load": _load, "__doc__": "What one rank counts (:data:`STATS`)."},
+)
+RankCounters.__module__ = __name__
+
+
+def summary_of(c) -> dict:
+    """A rank's counters under their summary keys (Counters as dicts; ``top`` ones cut)."""
+    out = {}
+    for s in STATS:
+        v = getattr(c, s.name)
+        if s.kind == KINDS:
+            v = dict(v.most_common(s.top)) if s.top is not None else dict(v)
+        out[s.summary_key] = v
+    return out
+
+
+def sum_counts(dicts) -> dict:
+    """Several ``{key: count}`` summed, sorted by key."""
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
+
+
+def totals(summaries: list[dict]) -> dict:
+    """The ``stats.json`` sums over ranks of every counter with a ``total`` (nested by ``parent.key``)."""
+    out: dict = {}
+    for s in STATS:
+        if s.total is None:
+            continue
+        vals = [r[s.summary_key] for r in summaries]
+        if s.kind == COUNT:
+            v = sum(vals)
+        else:
+            v = sum_counts(vals)
+            if s.top is not None:
+                v = dict(sorted(v.items(), key=lambda kv: -kv[1])[:s.top])
+        parent, _, key = s.total.rpartition(".")
+        (out.setdefault(parent, {}) if parent else out)[key] = v
+    return out
+
+
+def per_rank_of(summary: dict) -> dict:
+    """The counters of one rank's summary that ``stats.json`` lists per rank."""
+    return {s.summary_key: summary[s.summary_key] for s in STATS if s.per_rank}
 
 
 @dataclass

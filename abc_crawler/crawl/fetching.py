@@ -24,7 +24,6 @@ from .attempts import AttemptLog, tries
 from .decisions import after_answer, after_cut, links_depth, requisite_depth
 from ..parser import EMBED, NAV, REDIRECT, REFRESH
 from .discovery import SITEMAP
-from .hosts import HostTable
 from .links import LinkClassifier
 from .pages import PageProcessor
 from .routing import Router
@@ -77,7 +76,7 @@ class BatchRunner:
     """The batches in flight of one rank and what becomes of their answers."""
 
     def __init__(self, cfg, frontier: Frontier, fetcher: Fetcher, robots: RobotsCache, gate: SlotGate | None,
-                 hosts: HostTable, counters: RankCounters, pages: PageProcessor, router: Router, clock,
+                 counters: RankCounters, pages: PageProcessor, router: Router, clock,
                  may_request, share_robots: bool, own_hosts: frozenset[str], links: LinkClassifier,
                  groups: Groups | None = None, crawl_log: CrawlLog | None = None):
         self.cfg = cfg
@@ -91,7 +90,7 @@ class BatchRunner:
         self.fetcher = fetcher
         self.robots = robots
         self.gate = gate
-        self.hosts = hosts
+        self.hosts = frontier.hosts             # what this rank knows of each host (abc_crawler/visits.py)
         self.counters = counters
         self.pages = pages
         self.router = router
@@ -102,9 +101,6 @@ class BatchRunner:
         self.batches: dict[str, Batch] = {}
         self._due: list[tuple[float, int, str]] = []   # (next_at, seq, host): batches waiting for their rest
         self._seq = 0
-        self.attempts: dict[int, int] = {}      # URL index -> retries so far
-        self.cuts: dict[int, int] = {}          # URL index -> counted slot-end cuts
-        self.free_cuts: dict[int, int] = {}     # URL index -> cuts that were not its own fault
         self.robots_out: list[tuple[str, int, bytes]] = []   # answers to share with every rank
         self.idle = IdleTimes()
         self.gaps: deque[tuple[float, float]] = deque(maxlen=512)   # (end, length) of long loop gaps
@@ -275,7 +271,7 @@ class BatchRunner:
             kind = "host_unreachable" if st.dead else h.reason   # e.g. robots_unavailable, address_refused
             for idx in b.todo:
                 url = self.frontier.url(idx)
-                self.router.record_given_up(url, kind)
+                self.router.record_given_up(idx, url, kind)
                 self.lines.given_up(idx, url, kind)
                 self.frontier.complete(idx, stalled=True)
                 self.counters.errors[kind] += 1
@@ -299,12 +295,12 @@ class BatchRunner:
             idx = b.todo.pop(0)
             url = self.frontier.url(idx)
             if not self.robots.allowed(host, url):
-                self.router.record_given_up(url, "robots_disallowed")
+                self.router.record_given_up(idx, url, "robots_disallowed")
                 self.lines.given_up(idx, url, "robots_disallowed")
                 self.frontier.complete(idx)
                 self.counters.links["robots_disallowed"] += 1
                 continue
-            if self.router.is_sitemap(url):      # a sitemap file, not a page: no request of the count
+            if self.frontier.sitemap[idx]:       # a sitemap file, not a page: no request of the count
                 b.sitemap = idx
                 b.side_fetch = True
                 b.asked += 1
@@ -366,10 +362,8 @@ class BatchRunner:
             # Only a cut that is the request's own fault counts (it had a full slot and the server did
             # not answer, or the server never answers within a slot); after a late start or while the
             # rank was starved it goes back to the front of its host's queue with no penalty.
-            book = self.cuts if cause == CUT_SLOW else self.free_cuts
-            n = book[idx] = book.get(idx, 0) + 1
-            action, kind_ = after_cut(cause, self.cuts.get(idx, 0), self.free_cuts.get(idx, 0),
-                                      self.cfg.max_slot_cuts)
+            counted, free = self.frontier.count_cut(idx, cause == CUT_SLOW)
+            action, kind_ = after_cut(cause, counted, free, self.cfg.max_slot_cuts)
             if action == "again":
                 self.counters.requests -= 1      # not a request of this session's count: asked again
                 self.lines.answer(r, idx, notes)
@@ -377,9 +371,8 @@ class BatchRunner:
                 self._rested(b, r, now)
                 return
             r.error = kind_                      # a transient failure like any other, below
-            r.error_detail = f"cut at the end of {n} phase slots"
-        self.cuts.pop(idx, None)
-        self.free_cuts.pop(idx, None)
+            r.error_detail = f"cut at the end of {counted if cause == CUT_SLOW else free} phase slots"
+        self.frontier.clear_cuts(idx)            # a retry after cuts starts its slots afresh
         st = self.hosts[host]
         if r.error is not None:
             st.fails += 1
@@ -388,18 +381,17 @@ class BatchRunner:
             if cause is None:
                 st.observe_time(r.t_end - r.t_start)
         action, delay = after_answer(r.error, r.status, r.header("retry-after") if r.error is None else None,
-                                     self.attempts.get(idx, 0), st.fails, max_retries=self.cfg.max_retries,
+                                     self.frontier.attempts[idx], st.fails, max_retries=self.cfg.max_retries,
                                      host_max_failures=self.cfg.host_max_failures,
                                      backoff=self.cfg.retry_backoff_seconds)
         if action == "retry":
             self.lines.answer(r, idx, [*notes, "retry"])
-            self.attempts[idx] = self.attempts.get(idx, 0) + 1
+            self.frontier.count_retry(idx)
             self.counters.retries += 1
             self.counters.errors[f"retried_{r.error or r.status}"] += 1
             self.frontier.release(idx)
             self._give_back(b)                   # the host backs off: the rest of the batch waits too
-            st.next_at = max(now + delay, now + self._rest(host, r.t_end - r.t_start))
-            self.frontier.block(host, st.next_at)
+            self.frontier.hold_off(host, now + max(delay, self._rest(host, r.t_end - r.t_start)), now)
             self.advance(b, now)
             return
         if action == "dead_host":
@@ -407,7 +399,6 @@ class BatchRunner:
             notes.append("host-given-up")
             _log.warning("host %s given up after %d transport failures in a row (last: %s on %s)", host,
                          st.fails, r.error, r.url)
-        self.attempts.pop(idx, None)
         self.frontier.complete(idx)
         self.process(r, idx, notes)
         self._rested(b, r, now)
@@ -486,10 +477,8 @@ class BatchRunner:
         if cause is not None:
             notes.append(f"slotcut:{cause}")
             # cut at the slot's end: asked again in the host's next slot, within a page's bounds
-            book = self.cuts if cause == CUT_SLOW else self.free_cuts
-            book[idx] = book.get(idx, 0) + 1
-            action, kind_ = after_cut(cause, self.cuts.get(idx, 0), self.free_cuts.get(idx, 0),
-                                      self.cfg.max_slot_cuts)
+            counted, free = self.frontier.count_cut(idx, cause == CUT_SLOW)
+            action, kind_ = after_cut(cause, counted, free, self.cfg.max_slot_cuts)
             if action == "again":
                 self.lines.answer(r, idx, notes)
                 self.frontier.release(idx)
@@ -497,10 +486,8 @@ class BatchRunner:
                 return
             r.error = kind_                      # given up (a sitemap file is not retried)
         self.lines.answer(r, idx, notes)
-        self.cuts.pop(idx, None)
-        self.free_cuts.pop(idx, None)
         self.frontier.complete(idx)
-        pages, files, level = self.pages.sitemap_outcome(r, self.router.pop_sitemap_level(r.url))
+        pages, files, level = self.pages.sitemap_outcome(r, self.frontier.depth[idx])
         self.router.route(None, pages, tally=None, hop=SITEMAP, via=r.url)
         self.router.route_sitemaps(files, level, via=r.url)
         self._rested(b, r, now)
@@ -516,9 +503,10 @@ class BatchRunner:
         c.responses += 1
         self.responses += 1
         fp = fingerprint(r.url)
-        path_via = self.lines.path_via(idx, fp)      # (the crawl log's, before the router forgets them)
+        path_via = self.lines.path_via(idx)
+        f = self.frontier
         try:
-            status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, self.router.pop_hops(fp), fp)
+            status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, 0 if idx is None else f.hops[idx], fp)
         except Exception as exc:  # a crawler must not die on a page: counted, and named in the graph
             kind = f"internal_{type(exc).__name__}"
             c.errors[kind] += 1
@@ -538,7 +526,7 @@ class BatchRunner:
             if refresh:
                 self.router.route(fp, refresh, hop=REFRESH_HOP, via=r.url, kind=REFRESH)
             return
-        page_depth = self.router.pop_depth(fp)
+        page_depth = 0 if idx is None else f.depth[idx]
         depth, follow = links_depth(page_depth, hops > 0, max_depth)
         if not follow and links:
             self.counters.links["out_of_scope_depth"] += len(links)
@@ -557,7 +545,7 @@ class BatchRunner:
 
     def _tries(self, idx: int | None) -> list[str]:
         """The crawl log's ``Nt`` of URL ``idx``'s request (retries and slot cuts before it)."""
-        return tries(1 + self.attempts.get(idx, 0) + self.cuts.get(idx, 0) + self.free_cuts.get(idx, 0))
+        return tries(1 if idx is None else self.frontier.tries(idx))
 
     def drain(self, deadline: float) -> int:
         """At the end: complete what is in flight until ``deadline``; returns the requests abandoned

@@ -43,13 +43,12 @@ from ..watchdog import STALL_FATAL, StallWatch
 from ..validators import PreviousShare, ValidatorLog
 from ..warc import RankWarc, warcinfo_fields
 from . import state
-from .counters import RankCounters
+from .counters import RankCounters, summary_of
 
 _log = logs.get("crawl")
 from .decisions import budget_by_work, budget_share
 from .discovery import INFERRED, SEED
 from .fetching import BatchRunner
-from .hosts import HostTable
 from .links import LinkClassifier
 from .pages import PageProcessor
 from .quotas import HostQuotas
@@ -136,8 +135,14 @@ class RankCrawler:
         self.rank0 = rank0
         self.session_dir = session_dir
         self.counters = counters = RankCounters()
-        self.hosts = HostTable()
-        self.frontier, self.seen = self.empty_state()
+        # the frontier (with its per-host records) and the URL-seen set: built once, filled by the
+        # seeds or by a resume (crawl/state.py restores into them)
+        self.frontier = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
+                                 window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
+        self.hosts = self.frontier.hosts
+        # URLs admitted here or sent to their owner, with a REPORTED flag per fingerprint (URLs whose
+        # text rank 0 already has from this rank): one exact uint64 table
+        self.seen = new_fpset(journal=cfg.checkpoint_seconds > 0)
         # where the fetcher may connect (the resolve list's addresses are the user's choice); the
         # user's scope rules, proxies and CAs come from rank 0
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
@@ -147,7 +152,7 @@ class RankCrawler:
                                proxies=proxies, ca=ca, contact=from_header(cfg), rank_header=cfg.test_rank_header,
                                accept_types=accept_types_of(cfg.accept_types))
         self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots,
-                                  max_crawl_delay=cfg.max_crawl_delay)
+                                  max_crawl_delay=cfg.max_crawl_delay, visits=self.hosts)
         # the validators of every page stored (validators.npz at the end; the next session's --previous)
         self.validators = ValidatorLog()
         self.previous = previous
@@ -158,7 +163,7 @@ class RankCrawler:
         self.clock = SharedClock(clock_skew(cfg.test_clock_skew, rank), reference=rank == 0)
         self.links = LinkClassifier.from_config(cfg, scope, assignment, rank, counters, rules)
         self.quotas = HostQuotas(cfg.max_pages_per_host, rank, size, assignment.site_level)
-        self.router = Router(rank, size, self.frontier, self.seen, counters, self.hosts, self.quotas,
+        self.router = Router(rank, size, self.frontier, self.seen, counters, self.quotas,
                              track_depth=cfg.max_depth is not None)
         # hosts sharing an address are one politeness group, agreed by every rank (abc_crawler/ipgroups.py)
         self.groups = Groups(cfg.ip_politeness_delay, resolved=scope.resolved_ips())
@@ -172,7 +177,7 @@ class RankCrawler:
                                                                     cfg.phase_guard))
             # who holds which host in which slot: built by rank 0 from the assignment and sent
             holders = holders if holders is not None else HolderTable(size, n, assignment.host_pages())
-            self.gate = SlotGate(rank, self.phase_clock, holders, self.clock, comm, self.frontier, self.hosts,
+            self.gate = SlotGate(rank, self.phase_clock, holders, self.clock, comm, self.frontier,
                                  counters, handover=cfg.slot_handover, delay_factor=cfg.delay_factor,
                                  max_delay=cfg.max_delay, groups=self.groups)
         pages = PageProcessor(self.warc, self.links, counters, max_redirects=cfg.max_redirects,
@@ -181,7 +186,7 @@ class RankCrawler:
         # robots.txt answers are sent to every rank under page-level assignment (they crawl the host
         # too); not for hosts only this rank ever fetches
         share = size > 1 and not assignment.site_level and cfg.robots
-        self.runner = BatchRunner(cfg, self.frontier, self.fetcher, self.robots, self.gate, self.hosts, counters,
+        self.runner = BatchRunner(cfg, self.frontier, self.fetcher, self.robots, self.gate, counters,
                                   pages, self.router, self.clock, self.may_request, share,
                                   assignment.exclusive_hosts(rank), self.links, groups=self.groups,
                                   crawl_log=self.crawl_log)
@@ -215,23 +220,6 @@ class RankCrawler:
         return warcinfo_fields(version=__version__, session=session_prefix(self.session_dir), rank=self.rank,
                                host=platform.node(), user_agent=cfg.user_agent, robots=cfg.robots,
                                settings=cfg.as_dict())
-
-    def empty_state(self) -> tuple[Frontier, object]:
-        """An empty frontier and URL-seen set (URLs admitted here or sent to their owner), with a
-        REPORTED flag per fingerprint (URLs whose text rank 0 already has from this rank): one exact
-        uint64 table."""
-        cfg = self.cfg
-        frontier = Frontier(n_columns=cfg.bucket_columns, n_rows=cfg.bucket_rows, batch_urls=cfg.batch_urls,
-                            window=cfg.window, flush_seconds=cfg.bucket_flush_seconds)
-        return frontier, new_fpset(journal=cfg.checkpoint_seconds > 0)
-
-    def use_state(self, frontier: Frontier, seen) -> None:
-        """Every part works on this frontier and seen set from now on (a resume)."""
-        self.frontier, self.seen = frontier, seen
-        self.router.frontier, self.router.seen = frontier, seen
-        self.runner.frontier = frontier
-        if self.gate is not None:
-            self.gate.frontier = frontier
 
     # -- the budget ----------------------------------------------------------------------------
     def may_request(self) -> bool:
@@ -477,29 +465,22 @@ class RankCrawler:
         idle = self.runner.idle
         pc = self.phase_clock
         conns = self.fetcher.connections
+        # the counters under their registered keys (crawl/counters.STATS), then what other parts know
         return {
-            "rank": self.rank, "pages": c.pages_ok, "bytes": c.bytes, "requests": c.requests,
-            "cpu_s": round(self.cpu_seconds(), 3), "responses": c.responses,
-            "pages_failed": c.pages_failed, "pages_redirected": c.pages_redirected, "nodes": c.nodes,
-            "duplicates": c.duplicates, "not_modified": c.not_modified, "volume_bytes": c.volume, "messages_thesis": c.messages_thesis,
-            "wire_bytes": c.wire_bytes, "wire_urls": c.wire_urls, "messages_mpi": c.messages_mpi,
-            "robots_fetches": self.robots.fetches, "robots_adopted": self.robots.adopted, "batches": c.batches,
+            "rank": self.rank, **summary_of(c), "cpu_s": round(self.cpu_seconds(), 3),
+            "robots_fetches": self.robots.fetches, "robots_adopted": self.robots.adopted,
             "urls_per_connection": round(c.requests / conns, 2) if conns else 0.0,
             "idle_phase_s": round(idle.slot, 3), "idle_slot_s": round(idle.slot, 3),
             "idle_rest_s": round(idle.rest, 3), "idle_empty_s": round(idle.empty, 3),
-            "exchange_s": round(idle.exchange, 3), "handovers": c.handovers, "leases": c.leases,
-            "leases_late": c.leases_late, "phase_origin": pc.origin if pc is not None else None,
-            "crawl_delays": {h: r.crawl_delay for h, r in self.robots.hosts.items() if r.crawl_delay > 0},
-            "slot_cuts": c.slot_cuts, "cuts_late": c.cuts_late, "cuts_starved": c.cuts_starved,
-            "cuts_slow": c.cuts_slow, "warm_cuts": c.warm_cuts, "retries": c.retries,
+            "exchange_s": round(idle.exchange, 3), "phase_origin": pc.origin if pc is not None else None,
+            "crawl_delays": self.robots.crawl_delays(),
             "dead_hosts": self.hosts.dead(),
             "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
             "phases": pc.n_phases if pc is not None else 0, "phase_warmup": pc.warmup if pc is not None else 0,
             "connections": conns, "idle_s": round(idle.total, 3),
-            "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "errors": dict(c.errors),
-            "links": dict(c.links), "out_of_scope_hosts": dict(c.out_of_scope_hosts.most_common(50)),
+            "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
             "frontier": self.frontier.counts(), "warc_records": self.warc.records,
-            "warc_revisits": self.warc.revisits, "bytes_decoded": c.bytes_decoded, "sitemaps": dict(c.sitemaps),
+            "warc_revisits": self.warc.revisits,
             "robots_redirects": self.robots.redirects, "refused_connections": self.fetcher.refused,
             "warc_files": self.warc.files,
             "addresses": len(self.groups.ip_of),

@@ -15,7 +15,6 @@ from ..urlline import decode_line, encode_line
 from ..urls import fingerprint, host_of
 from .counters import RankCounters
 from .discovery import LINK, SITEMAP, UNKNOWN, Discovery
-from .hosts import HostTable
 from .links import Target
 from .quotas import HostQuotas
 
@@ -25,21 +24,18 @@ __all__ = ["Router"]
 class Router:
     """URL-seen test, frontier or outbox, and the report to rank 0, of one rank."""
 
-    def __init__(self, rank: int, size: int, frontier, seen, counters: RankCounters, hosts: HostTable,
+    def __init__(self, rank: int, size: int, frontier, seen, counters: RankCounters,
                  quotas: HostQuotas, track_depth: bool = False):
         self.rank = rank
         self.size = size
         self.frontier = frontier
         self.seen = seen
         self.counters = counters
-        self.hosts = hosts
+        self.hosts = frontier.hosts                # the per-host records (admissions)
         self.quotas = quotas                       # --max-pages-per-host over all ranks (crawl/quotas)
         self.outbox: list[list[str]] = [[] for _ in range(size)]
         self.report = SuperstepReport(rank=rank)
-        self.hops: dict[int, int] = {}            # fp -> redirect hops that led to this URL
-        self.track_depth = track_depth             # --max-depth given: depths are kept
-        self.depth: dict[int, int] = {}           # fp -> link hops from a seed (with --max-depth only)
-        self.sitemap_fps: dict[int, int] = {}     # fp -> index level, of sitemap files admitted here
+        self.track_depth = track_depth             # --max-depth given: depths are kept (frontier column)
         self.discovery = Discovery()               # per URL: the hop that found it, its referrer (crawl log)
         self._msg_src: int | None = None           # the page whose links were routed last, and the
         self._msg_ranks: set[int] = set()          # ranks they went to (Türk's messages per page)
@@ -133,16 +129,13 @@ class Router:
 
     def _admit(self, url: str, fp: int, host: str, st, hops: int, depth: int, sitemap: bool,
                hop: int | None = None, via: int = -1) -> None:
+        """Into the frontier, with the facts that came with the URL (its columns)."""
         st.admitted += 1
-        if hops:
-            self.hops[fp] = hops
-        if sitemap:
-            self.sitemap_fps[fp] = depth
-        elif depth and self.track_depth:
-            self.depth[fp] = depth
+        if not (sitemap or self.track_depth):
+            depth = 0                              # a page's depth matters with --max-depth only
         if hop is None:                            # what the URL line says: a sitemap file, a link
             hop = SITEMAP if sitemap else (UNKNOWN if hops else LINK)
-        self.discovery.add(self.frontier.add(url, host), hop, via)
+        self.discovery.add(self.frontier.add(url, host, hops, depth, sitemap), hop, via)
 
     def receive(self, data: bytes) -> None:
         """URLs another rank found for this one (lines of :mod:`abc_crawler.urlline`)."""
@@ -157,24 +150,12 @@ class Router:
                 continue
             self.admit_local(url, fp, h, depth, sitemap)
 
-    def path_via(self, idx: int | None, fp: int) -> tuple[str, str]:
-        """The crawl log's discovery path and via of URL ``idx`` of this rank (before ``pop_*``)."""
-        return self.discovery.path_via(idx, self.hops.get(fp, 0), self.depth.get(fp, 0) if self.depth else 0)
-
-    def pop_hops(self, fp: int) -> int:
-        return self.hops.pop(fp, 0)
-
-    def pop_depth(self, fp: int) -> int:
-        """The link depth of a URL of this rank (0: a seed, a sitemap's URL, or no --max-depth)."""
-        return self.depth.pop(fp, 0)
-
-    def is_sitemap(self, url: str) -> bool:
-        """``url`` (of this rank) is a sitemap file, not a page."""
-        return bool(self.sitemap_fps) and fingerprint(url) in self.sitemap_fps
-
-    def pop_sitemap_level(self, url: str) -> int:
-        """The sitemap-index level of a sitemap file of this rank, forgotten."""
-        return self.sitemap_fps.pop(fingerprint(url), 0)
+    def path_via(self, idx: int | None) -> tuple[str, str]:
+        """The crawl log's discovery path and via of URL ``idx`` of this rank."""
+        if idx is None:
+            return self.discovery.path_via(None, 0, 0)
+        f = self.frontier
+        return self.discovery.path_via(idx, f.hops[idx], 0 if f.sitemap[idx] else f.depth[idx])
 
     def record_page(self, fp: int, url: str, status: int, nbytes: int, is_node: bool, kind: str = "") -> None:
         """A final answer, for rank 0's graph (``kind``: how it failed or why it is not a node)."""
@@ -188,12 +169,12 @@ class Router:
         rep.page_node.append(is_node)
         rep.page_kind.append(kind)
 
-    def record_given_up(self, url: str, kind: str) -> None:
-        """A URL of this rank completed without a request (its host given up, robots.txt), for the
-        graph; a sitemap file is forgotten instead (it is not a page)."""
-        fp = fingerprint(url)
-        if self.sitemap_fps and self.sitemap_fps.pop(fp, None) is not None:
+    def record_given_up(self, idx: int, url: str, kind: str) -> None:
+        """URL ``idx`` of this rank completed without a request (its host given up, robots.txt), for
+        the graph; a sitemap file is not (it is not a page)."""
+        if self.frontier.sitemap[idx]:
             return
+        fp = fingerprint(url)
         rep = self.report
         rep.given_up_fp.append(fp)
         rep.given_up_kind.append(kind)

@@ -31,7 +31,6 @@ from ..ipgroups import Groups
 from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause
 from ..politeness import request_budget, start_threshold
 from .counters import RankCounters
-from .hosts import HostTable
 
 __all__ = ["SlotGate", "LEASE_POLL_SECONDS"]
 
@@ -44,7 +43,7 @@ class SlotGate:
     """Slot admission, request time limits, leases and work announcements of one rank."""
 
     def __init__(self, rank: int, phase_clock: PhaseClock, holders: HolderTable, clock, comm, frontier,
-                 hosts: HostTable, counters: RankCounters, handover: bool = True, delay_factor: float = 0.0,
+                 counters: RankCounters, handover: bool = True, delay_factor: float = 0.0,
                  max_delay: float = 0.0, groups: Groups | None = None):
         self.rank = rank
         self.factor = delay_factor       # the adaptive rest (--delay-factor, --max-delay) a request may owe
@@ -56,7 +55,7 @@ class SlotGate:
         self.clock = clock
         self.comm = comm
         self.frontier = frontier
-        self.hosts = hosts               # per host, and per group key: a group's lease and release
+        self.hosts = frontier.hosts      # per host, and per group key: a group's lease and release
         self.counters = counters
         self.handover = handover
         self.window: tuple[int, float, float] | None = None   # (slot, usable start, usable end)
@@ -71,11 +70,20 @@ class SlotGate:
         return self.holders.holder_of_group(key, self._members(key), slot)
 
     def _exclusive(self, host: str) -> bool:
-        """``host`` is contacted by this rank alone (its group's pages all here): never gated."""
-        key = self.groups.group(host)
-        if self.groups.previous(host) is not None:
+        """``host`` is contacted by this rank alone (its group's pages all here): never gated.
+        Computed once per version of the groups (kept in the host's record); while the host moves
+        into a group, never."""
+        groups = self.groups
+        if groups.previous(host) is not None:
             return False
-        return self.holders.exclusive_group(key, self._members(key)) is not None
+        v = self.hosts[host]
+        known = v.exclusive
+        if known is not None and known[0] == groups.version:
+            return known[1]
+        key = groups.group(host)
+        alone = self.holders.exclusive_group(key, self._members(key)) is not None
+        v.exclusive = (groups.version, alone)
+        return alone
 
     # -- admission ---------------------------------------------------------------------
     def update(self) -> tuple[int, float, float] | None:
@@ -294,10 +302,7 @@ class SlotGate:
             # The hosts' own next starts (a batch may be resting here) and their scheduling both wait.
             until = now + float(nb) - self.clock.shared() + self.pc.guard_for(self.slot_len)
             for host in self._members(key):
-                st = self.hosts[host]
-                st.next_at = max(st.next_at, until)
-                if until > max(now, self.frontier.blocked_until.get(host, 0.0)):
-                    self.frontier.block(host, until)
+                self.frontier.hold_off(host, until, now)
             self.frontier.readmit()
 
     def announce(self) -> bytes:

@@ -16,8 +16,8 @@ def longest_wait(frontier, batches, gate, now: float) -> float:
     """Seconds until the latest back-off, rest or lease wait in force on this rank ends, and what
     is left of the phase warm-up (slots too short for a long rest) — 0 when none."""
     t = 0.0
-    for until in frontier.blocked_until.values():
-        t = max(t, until - now)
+    for v in frontier.hosts.values():
+        t = max(t, v.blocked_until - now)
     for b in batches.values():
         t = max(t, b.next_at - now)
     for e in frontier.by_host.values():
@@ -30,7 +30,7 @@ def longest_wait(frontier, batches, gate, now: float) -> float:
     return max(0.0, t)
 
 
-def waiting_hosts(frontier, hosts, robots, gate, *, rank: int, may_request: bool, test_stall: bool,
+def waiting_hosts(frontier, robots, gate, *, rank: int, may_request: bool, test_stall: bool,
                   limit: int = 5) -> list[dict]:
     """The hosts with the most URLs queued here, each with what it waits for (:func:`wait_reason`)."""
     pend = frontier._hpend
@@ -40,14 +40,14 @@ def waiting_hosts(frontier, hosts, robots, gate, *, rank: int, may_request: bool
     out = []
     for i in top:
         host = names[i]
-        st = hosts.get(host)
+        st = frontier.hosts.get(host)
         held, holder = True, None
         if gate is not None and gate.holders.exclusive(host) is None:
             held = gate.admit(host)
             w = gate.window
             if not held and w is not None:
                 holder = gate.holders.holder(host, w[0])
-        why, secs = wait_reason(now, blocked_until=frontier.blocked_until.get(host, 0.0),
+        why, secs = wait_reason(now, blocked_until=frontier.blocked_until(host),
                                 next_at=st.next_at if st is not None else 0.0, held=held, holder=holder,
                                 robots=robots.get(host).state, may_request=may_request, test_stall=test_stall)
         out.append({"host": host, "rank": rank, "queued": int(pend[i]), "why": why, "seconds": secs})
@@ -94,7 +94,7 @@ class StallDuty:
         hosts = None
         if self.state >= STALL_WARN:
             test = c.cfg.test_stall is not None and now - c.t0 >= c.cfg.test_stall
-            hosts = waiting_hosts(c.frontier, c.hosts, c.robots, c.gate, rank=c.rank,
+            hosts = waiting_hosts(c.frontier, c.robots, c.gate, rank=c.rank,
                                   may_request=test or c.may_request(), test_stall=test)
         return encode_report(wait, hosts)
 

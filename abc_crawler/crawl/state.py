@@ -14,6 +14,11 @@ Version history:
 * 4: the same state as 3 (with ``quotas``), written as plain-data records
   (:mod:`abc_crawler.plaindata`: MessagePack, no pickle — reading a session from elsewhere runs
   nothing); the pickled files of versions 1–3 are refused with a message, never unpickled;
+* 5: the per-URL facts are columns of the frontier (:mod:`abc_crawler.urlstates`): the redirect
+  hops, link depth and sitemap level of each URL travel in the checkpoint log's increments, its
+  retries and cuts in the frontier's state (``counts``, sparse); the dicts of version 4 (``hops``,
+  ``depth``, ``sitemaps`` by fingerprint, ``attempts``, ``cuts``, ``free_cuts`` by index) are gone.
+  A state of version 4 is still read: its dicts are moved into the columns;
 * 3: the WARC writer's state lists its files (rotation at ``--warc-max-bytes``), and every
   increment of the checkpoint log carries the validator rows of the pages stored since the last
   checkpoint (:mod:`abc_crawler.validators`). Keys added since, read with a default when absent
@@ -27,11 +32,12 @@ from __future__ import annotations
 
 import time
 
-from ..checkpoint import STATE_VERSION, CheckpointFormatError, CheckpointLog, Journal, load_checkpoint, save_checkpoint
+from ..checkpoint import READ_VERSIONS, STATE_VERSION, CheckpointFormatError, CheckpointLog, Journal, load_checkpoint, save_checkpoint
 from ..coordinator import SuperstepReport
 from ..exceptions import AbcError
+from ..urls import fingerprint
+from ..urlstates import COMPLETED, MAX_U16, MAX_U8
 from .discovery import Discovery
-from .hosts import HostTable
 
 __all__ = ["STATE_VERSION", "capture", "save", "restore", "check_version"]
 
@@ -40,9 +46,32 @@ __all__ = ["STATE_VERSION", "capture", "save", "restore", "check_version"]
 def check_version(st: dict, where: str = "checkpoint") -> None:
     """Refuse a state this code cannot read, saying what to do."""
     v = st.get("state_version", 1) if isinstance(st, dict) else 1
-    if v != STATE_VERSION:
+    if v not in READ_VERSIONS:
         raise AbcError(f"{where}: checkpoint state version {v}, this abc-crawler reads version {STATE_VERSION}: "
                        "resume the session with the abc-crawler version that wrote it, or start a new session")
+
+
+def _facts_of_version_4(f, st: dict) -> None:
+    """A state of version 4 kept the per-URL facts in dicts (redirect hops, depth and sitemap level
+    by URL fingerprint; retries and cuts by URL index): into the frontier's columns. The facts of
+    completed URLs no longer matter (and their text may be gone)."""
+    by_fp = {k: st.get(k) or {} for k in ("hops", "depth", "sitemaps")}
+    if any(by_fp.values()):
+        for idx in range(len(f)):
+            if f.states[idx] >= COMPLETED:
+                continue
+            fp = fingerprint(f.url(idx))
+            if fp in by_fp["hops"]:
+                f.hops[idx] = min(by_fp["hops"][fp], MAX_U8)
+            if fp in by_fp["sitemaps"]:
+                f.sitemap[idx] = 1
+                f.depth[idx] = min(by_fp["sitemaps"][fp], MAX_U16)
+            elif fp in by_fp["depth"]:
+                f.depth[idx] = min(by_fp["depth"][fp], MAX_U16)
+    for name in ("attempts", "cuts", "free_cuts"):
+        col = getattr(f, name)
+        for idx, n in (st.get(name) or {}).items():
+            col[idx] = min(n, MAX_U8)
 
 
 def _report_plain(rep: SuperstepReport) -> dict:
@@ -63,9 +92,7 @@ def capture(crawler, log_len: int) -> dict:
         "state_version": STATE_VERSION,
         "superstep": crawler.superstep, "log": log_len, "frontier": crawler.frontier.state_for_checkpoint(),
         "counters": c, "report": _report_plain(router.report), "outbox": [list(o) for o in router.outbox],
-        "hops": dict(router.hops), "depth": dict(router.depth), "sitemaps": dict(router.sitemap_fps),
-        "attempts": dict(runner.attempts), "cuts": dict(runner.cuts),
-        "free_cuts": dict(runner.free_cuts), "hosts": crawler.hosts.as_plain(), "budget": crawler.budget,
+        "hosts": crawler.hosts.as_plain(), "budget": crawler.budget,
         "quotas": crawler.quotas.as_plain(),
         "elapsed": time.monotonic() - crawler.t0, "cpu_s": crawler.cpu_seconds(),
         "warc": crawler.warc.checkpoint(), "connections": crawler.fetcher.connections,
@@ -95,7 +122,9 @@ def restore(crawler, superstep: int) -> None:
     except CheckpointFormatError as exc:      # an older pickle or a damaged file: refused, nothing run
         raise AbcError(str(exc)) from None
     check_version(st, f"{crawler.session_dir}: rank {crawler.rank}, superstep {superstep}")
-    f, seen = crawler.empty_state()
+    f, seen = crawler.frontier, crawler.seen     # empty: a resume comes before any seed
+    if len(f) or len(seen):
+        raise AbcError(f"rank {crawler.rank}: a resume needs an empty frontier")
     validators = crawler.validators
     validators.reset()                         # in place: the WARC writer and the pages hold it
     discovery = crawler.router.discovery = Discovery()
@@ -107,16 +136,13 @@ def restore(crawler, superstep: int) -> None:
     discovery.restored(len(f))
     # URLs that were being fetched are fetched again; the Bucket starts empty
     f.restore_state(st["frontier"])
-    crawler.use_state(f, seen)
     crawler.counters.load(st["counters"])      # in place: every part holds this one object
-    router, runner = crawler.router, crawler.runner
+    router = crawler.router
     router.report = _report_from(st["report"])
     router.outbox = [list(o) for o in st["outbox"]]
-    router.hops = dict(st["hops"])
-    router.depth, router.sitemap_fps = dict(st.get("depth", {})), dict(st.get("sitemaps", {}))
-    runner.attempts, runner.cuts, runner.free_cuts = dict(st["attempts"]), dict(st["cuts"]), dict(st["free_cuts"])
-    crawler.hosts.clear()
-    crawler.hosts.update(HostTable.from_plain(st["hosts"]))
+    if st["state_version"] == 4:
+        _facts_of_version_4(f, st)
+    crawler.hosts.load_plain(st["hosts"])
     crawler.quotas.load(st.get("quotas", {}))
     crawler.budget = st["budget"]
     crawler.t0 = time.monotonic() - st["elapsed"]
