@@ -227,6 +227,111 @@ def recompute_metrics(session: Path) -> dict:
             "storage_pct": imb(w_bytes), "request_pct": imb(w_req), "owners": owners, "graph": g}
 
 
+def derived_exchange(session: Path, owners=None, graph=None) -> dict:
+    """The exchange a session's links call for, derived without the crawler's exchange files:
+    ``{(superstep, src, dst): (urls, least bytes, most bytes)}``.
+
+    A rank sends each URL it found and does not own to its owner once per session, in the
+    exchange of the superstep in which it processed the page that linked it
+    (docs/SESSION_FORMAT.md, "Definitions" and ``exchange.npz``). From graph.npz: the pages each
+    rank requested (``url_rank``), the superstep each was processed in (``url_superstep``), their
+    followed in-scope links (``link_*``); owners recomputed by tests/ownership_ref.py (``owners``:
+    one per URL row, as :func:`recompute_metrics` gives them). For every (rank r, URL v) with
+    owner(v) ≠ r, the first superstep of r's pages linking v; each row counts those URLs.
+
+    A URL's line is the URL and a newline, but it carries the redirects that led to it when there
+    were some (``abc_crawler/urlline.py``: ``URL\\tHOPS``, and ``\\tDEPTH`` under ``--max-depth``).
+    How many redirects a line carries is the sender's knowledge (its page may have been reached by a
+    redirect, and by a plain link), not recorded in the session, so the bytes are bounded: at least
+    the URLs' own lines, at most those plus the fields a redirect target (any target, under
+    ``--max-depth``) can carry, at most ``--max-redirects`` and ``--max-depth`` + 1."""
+    g = graph if graph is not None else load_graph(session)
+    if owners is None:
+        owners = recompute_metrics(session)["owners"]
+    cfg = json.loads((session / "manifest.json").read_text())["config"]
+    hops_w = 1 + len(str(cfg.get("max_redirects") or 0))
+    depth_w = 1 + len(str((cfg.get("max_depth") or 0) + 1)) if cfg.get("max_depth") is not None else 0
+    kinds = g.link_kind if getattr(g, "link_kind", None) is not None else np.zeros(len(g.link_src), np.uint8)
+    first: dict[tuple[int, int], int] = {}
+    redirected: set[int] = set()
+    for u, v, kind in zip(g.link_src.tolist(), g.link_dst.tolist(), kinds.tolist()):
+        if kind == 2:
+            redirected.add(v)
+        r = int(g.url_rank[u])
+        if r < 0 or int(owners[v]) == r:
+            continue
+        st = int(g.url_superstep[u])
+        if first.get((r, v), st + 1) > st:
+            first[(r, v)] = st
+    rows: dict[tuple[int, int, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for (r, v), st in first.items():
+        line = len(g.urls[v].encode()) + 1
+        extra = depth_w + hops_w if depth_w else (hops_w if v in redirected else 0)
+        row = rows[(st, r, int(owners[v]))]
+        row[0] += 1
+        row[1] += line
+        row[2] += line + extra
+    return {k: tuple(v) for k, v in rows.items()}
+
+
+def check_exchange(session: Path, owners=None, graph=None, *, exact: bool = True) -> dict:
+    """Assert the exchange the crawler reports (``stats.json`` ``messages_mpi``, ``wire_urls``,
+    ``wire_bytes`` and the rows of ``exchange.npz``) is the one the session's links call for
+    (:func:`derived_exchange`), an independent count of the messages.
+
+    ``exact``: every row of ``exchange.npz`` is a derived (superstep, src, dst) with exactly its
+    URLs and bytes within its bounds, and every derived row is there: so ``messages_mpi`` is the
+    number of derived rows and ``wire_urls`` their URLs, exactly. For a complete session that ran
+    once, with no sitemap URL listed (a sitemap's URLs travel to their owners too, and are not links)
+    and no ``--max-depth`` (the links of a page past it are in ``link_*`` but are not sent).
+
+    Otherwise (``exact=False``) the derived exchange bounds the reported one from above: a URL can be
+    sent only once its rank has found it, so for each (src, dst) the URLs sent up to every
+    superstep are at most the derived ones up to it, and the totals accordingly.
+    Returns ``{"rows": derived rows, "urls": derived URLs}``."""
+    stats = json.loads((session / "stats.json").read_text())
+    ex = stats["exchange"]
+    with np.load(session / "exchange.npz") as z:
+        got = {(int(a), int(b), int(c)): (int(d), int(e)) for a, b, c, d, e in z["rows"].tolist()}
+    want = derived_exchange(session, owners, graph)
+    problems: list = []
+    if exact:
+        for key in sorted(set(got) | set(want)):
+            w, gt = want.get(key), got.get(key)
+            if w is None:
+                problems.append(("an exchange row no link calls for", key, gt))
+            elif gt is None:
+                problems.append(("a derived exchange row missing from exchange.npz", key, w))
+            elif gt[1] != w[0] or not w[1] <= gt[0] <= w[2]:
+                problems.append(("an exchange row's URLs or bytes are not the derived ones", key,
+                                 {"urls": gt[1], "bytes": gt[0]}, {"urls": w[0], "bytes": (w[1], w[2])}))
+        n_rows, n_urls = len(want), sum(w[0] for w in want.values())
+        lo, hi = sum(w[1] for w in want.values()), sum(w[2] for w in want.values())
+        if ex["messages_mpi"] != n_rows:
+            problems.append(("messages_mpi is not the derived number of messages", ex["messages_mpi"], n_rows))
+        if ex.get("wire_urls", n_urls) != n_urls:
+            problems.append(("wire_urls is not the derived number of URLs", ex.get("wire_urls"), n_urls))
+        if not lo <= ex["wire_bytes"] <= hi:
+            problems.append(("wire_bytes is outside the derived bounds", ex["wire_bytes"], (lo, hi)))
+    else:
+        pairs = {k[1:] for k in got} | {k[1:] for k in want}
+        for pair in sorted(pairs):
+            steps = sorted({k[0] for k in got if k[1:] == pair} | {k[0] for k in want if k[1:] == pair})
+            sent = found = 0
+            for st in steps:
+                sent += got.get((st, *pair), (0, 0))[1]
+                found += want.get((st, *pair), (0, 0, 0))[0]
+                if sent > found:
+                    problems.append(("more URLs sent than the links found so far call for", (st, *pair), sent, found))
+                    break
+        if ex.get("wire_urls", 0) > sum(w[0] for w in want.values()):
+            problems.append(("wire_urls above the derived URLs", ex.get("wire_urls"), sum(w[0] for w in want.values())))
+    if ex["messages_mpi"] != len(got) or ex["wire_bytes"] != sum(g[0] for g in got.values()):
+        problems.append(("stats.json's exchange is not exchange.npz's", ex, len(got)))
+    assert not problems, problems[:5]
+    return {"rows": len(want), "urls": sum(w[0] for w in want.values())}
+
+
 def check_session(web_dir: Path, session: Path, log=None, complete: bool = True, *,
                   expect_delay: float | None = None) -> dict:
     """Assert a finished session is exactly right against the generator's truth and the server's log;
@@ -292,6 +397,15 @@ def check_session(web_dir: Path, session: Path, log=None, complete: bool = True,
         assert ex[key] == m[key], ("metrics: stats.json differs from the recomputed figure", key, ex[key], m[key])
     for key in ("storage_pct", "request_pct"):
         assert stats["imbalance"][key] == round(m[key], 4), ("metrics: imbalance", key, stats["imbalance"][key], m[key])
+    # the exchange against the one the links call for (an independent count of the messages, not a
+    # comparison of two files the crawler wrote); a resumed or --previous session is left out (a
+    # resume sends again what a cut-back superstep sent; a re-crawl's 304 pages route their earlier links)
+    cfg = json.loads((session / "manifest.json").read_text())["config"]
+    resumed = json.loads((session / "manifest.json").read_text()).get("resumed")
+    if not resumed and not cfg.get("previous"):
+        exact = (stats["stopped"] == "done" and cfg.get("max_depth") is None
+                 and not stats.get("sitemaps", {}).get("urls", 0))
+        check_exchange(session, m["owners"], g, exact=exact)
     assert ex["wire_bytes"] <= ex["volume_bytes"]
     assert stats["requests"] - stats.get("retries", 0) == len(requested_all), (
         "requests: stats.json's count is not the requested URLs", stats["requests"], stats.get("retries", 0),
