@@ -137,25 +137,20 @@ class LinkClassifier:
                 else:
                     key = (base_dir, k)
                 hit = cache.get(key)
-                if hit is not None:
-                    if hit[0] is not None:
-                        out[hit[1]] = hit
-                    else:
-                        links[hit[1]] += 1
-                        if hit[2] is not None:
-                            oos[hit[2]] += 1
-                    continue
-            hit = self.classify(href, base_url, any_host)
+            else:
+                hit = None
+            if hit is None:
+                hit = self.classify(href, base_url, any_host)
+                if key is not None:
+                    if len(cache) >= CACHE_ENTRIES:
+                        cache.clear()
+                    cache[key] = hit
             if hit[0] is not None:
                 out[hit[1]] = hit
             else:
                 links[hit[1]] += 1
                 if hit[2] is not None:
                     oos[hit[2]] += 1
-            if key is not None:
-                if len(cache) >= CACHE_ENTRIES:
-                    cache.clear()
-                cache[key] = hit
         return list(out.values())
 
     def host_in_scope(self, url: str) -> bool:
