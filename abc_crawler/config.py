@@ -92,7 +92,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("connect_timeout", float, 5.0, "seconds to connect", 0.1),
     Setting("proxy", str, None, "forward proxy for every request: an http://, https:// or socks5h:// URL, or 'env' for the http_proxy, https_proxy, all_proxy and no_proxy variables (default: none)"),
     Setting("ca_bundle", str, None, "PEM file of the certificate authorities TLS certificates are verified against (default: the system's bundle)"),
-    Setting("max_body_bytes", int, 10 * 1024 * 1024, "largest body kept; larger responses are aborted and counted", 1),
+    Setting("max_body_bytes", int, 10 * 1024 * 1024, "largest body kept, or per type: TYPE-PREFIX=SIZE[,...] with a bare SIZE for the other types (e.g. text/html=5M,image/=2M,20M; the longest matching prefix wins); larger responses are aborted and counted as body_too_large", 1),
     Setting("max_inflated_bytes", int, 10 * 1024 * 1024, "largest body after Content-Encoding is decoded (gzip/deflate bombs)", 1),
     Setting("max_url_length", int, 2048, "longer URLs are dropped as traps", 16),
     Setting("max_links_per_page", int, 10_000, "links taken from one page (the rest are counted and dropped)", 1),
@@ -208,6 +208,10 @@ def _coerce(s: Setting, value: Any) -> Any:
             raise ValueError(value)
         if s.type in (int, float) and isinstance(value, bool):
             raise ValueError(value)
+        if s.name == "max_body_bytes" and isinstance(value, (list, tuple)):   # a saved config (manifest)
+            value = ",".join(f"{p}={n}" if p else str(n) for p, n in value)
+        if s.name == "max_body_bytes" and isinstance(value, str) and "=" in value:
+            return body_caps_value(value)
         if s.name in SIZES:
             v = parse_size(value)
         elif s.name in DURATIONS:
@@ -405,6 +409,55 @@ def _check_politeness(v: dict) -> None:
             f"--politeness-delay, --max-crawl-delay, --ip-politeness-delay and, with --delay-factor > 0, --max-delay) "
             f"plus a request, so such a host would never be fetched: give at least {need:.3g}, or 0 (auto), "
             "or lower those settings")
+
+
+#: the cap of --max-body-bytes for the types it names none for, when it names only typed caps
+DEFAULT_BODY_CAP = 10 * 1024 * 1024
+
+
+def body_caps_value(text: str) -> tuple[tuple[str, int], ...]:
+    """``--max-body-bytes`` with caps per type: ``((prefix, bytes), ...)``, the bare size (for the
+    other types) as prefix ``""``; errors name the flag and the entry.
+
+    >>> body_caps_value("text/html=5M, image/=2M,20M")
+    (('text/html', 5242880), ('image/', 2097152), ('', 20971520))
+    >>> body_caps_value("image/=64K")
+    (('image/', 65536), ('', 10485760))
+    """
+    out: dict[str, int] = {}
+    for entry in (e.strip() for e in text.split(",")):
+        if not entry:
+            continue
+        prefix, eq, size = entry.rpartition("=")
+        prefix = prefix.strip().lower()
+        if eq and not re.fullmatch(r"[a-z0-9!#$&^_.+-]+(/[a-z0-9!#$&^_.+-]*)?", prefix):
+            raise ConfigError(f"max-body-bytes: {prefix!r} is no MIME type or type prefix (e.g. text/html, image/), "
+                              f"in {text!r}")
+        try:
+            n = parse_size(size.strip())
+        except ValueError:
+            raise ConfigError(f"max-body-bytes: expected bytes, or a number with K, M, G, T (1,024s) or kB, MB, GB "
+                              f"(1,000s), got {size.strip()!r} in {text!r}") from None
+        if n < 1:
+            raise ConfigError(f"max-body-bytes: must be >= 1, got {n} for {entry!r}")
+        if prefix in out:
+            raise ConfigError(f"max-body-bytes: {prefix or 'the bare size'!r} given twice in {text!r}")
+        out[prefix] = n
+    out.setdefault("", DEFAULT_BODY_CAP)
+    return tuple(sorted(out.items(), key=lambda kv: kv[0] == ""))
+
+
+def body_caps_of(value) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """``(cap for other types, ((prefix, cap), ...))`` of a ``--max-body-bytes`` value (one size: no
+    typed caps).
+
+    >>> body_caps_of(1000), body_caps_of((("image/", 10), ("", 99)))
+    ((1000, ()), (99, (('image/', 10),)))
+    """
+    if isinstance(value, int):
+        return value, ()
+    d = dict(value)
+    return d.pop(""), tuple(d.items())
 
 
 def accept_types_of(value: str | None) -> tuple[str, ...]:

@@ -169,6 +169,21 @@ class Response:
 _CURL_CAPS_STREAMS = pycurl.version_info()[2] >= 0x080400
 
 
+def body_cap(content_type: str, caps: tuple[tuple[str, int], ...], default: int) -> int:
+    """``--max-body-bytes`` per type: the cap of the longest prefix in ``caps`` the media type starts
+    with, else ``default``.
+
+    >>> caps = (("image/", 2048), ("image/svg", 65536))
+    >>> body_cap("image/png", caps, 10), body_cap("image/svg+xml", caps, 10), body_cap("text/html", caps, 10)
+    (2048, 65536, 10)
+    """
+    best, cap = -1, default
+    for prefix, n in caps:
+        if len(prefix) > best and content_type.startswith(prefix):
+            best, cap = len(prefix), n
+    return cap
+
+
 def accepted_type(content_type: str, prefixes: tuple[str, ...]) -> bool:
     """``--accept-types``: is a body of this media type (lower case, no parameters) kept? A type
     matches a prefix it starts with (``image/`` takes ``image/png``); none given: every type.
@@ -194,7 +209,7 @@ class _Transfer:
     """
 
     __slots__ = ("curl", "response", "chunks", "size", "cap", "header_lines", "over", "proxy", "refused", "extra",
-                 "accept", "type_cut")
+                 "accept", "type_cut", "caps", "judged")
 
     def __init__(self, curl: pycurl.Curl):
         self.curl = curl
@@ -209,11 +224,15 @@ class _Transfer:
         self.extra = False                # the handle sends per-request headers (submit's ``headers``)
         self.accept: tuple[str, ...] = ()  # --accept-types: MIME prefixes whose bodies are kept
         self.type_cut = False             # the body was cut after the headers: a type not accepted
+        self.caps: tuple[tuple[str, int], ...] = ()   # --max-body-bytes per type: (prefix, bytes)
+        self.judged = False               # the answer's type was looked at (its first body bytes came)
 
     def write_typed(self, data: bytes):
-        """The write callback under ``--accept-types``: at the first body bytes, the final answer's
-        Content-Type decides whether its body is kept (a 2xx of another type: cut after the headers)."""
-        if not self.chunks and not self.type_cut:
+        """The write callback under ``--accept-types`` or caps per type (``--max-body-bytes``): at
+        the first body bytes, the final answer's Content-Type decides whether its body is kept (a 2xx
+        of a type not accepted: cut after the headers) and how large it may be."""
+        if not self.judged:
+            self.judged = True
             ctype = b""
             for line in reversed(self.header_lines):
                 if line.startswith(b"HTTP/"):
@@ -223,10 +242,14 @@ class _Transfer:
                     break
                 if ctype == b"" and line[:13].lower() == b"content-type:":
                     ctype = line[13:].split(b";", 1)[0].strip().lower()
-            if ctype is not None and not accepted_type(ctype.decode("latin-1"), self.accept):
-                self.type_cut = True
-                return 0                    # abort: CURLE_WRITE_ERROR, the head is kept
-        if _CURL_CAPS_STREAMS:
+            if ctype is not None:
+                mime = ctype.decode("latin-1")
+                if self.accept and not accepted_type(mime, self.accept):
+                    self.type_cut = True
+                    return 0                # abort: CURLE_WRITE_ERROR, the head is kept
+                if self.caps:
+                    self.cap = body_cap(mime, self.caps, self.cap)
+        if _CURL_CAPS_STREAMS and not self.caps:
             self.chunks.append(data)
             return None
         return self.write(data)
@@ -247,9 +270,10 @@ class Fetcher:
                  max_body_bytes: int, rank: int = 0, max_connections: int = 64,
                  addresses: AddressPolicy | None = None, proxies: ProxySettings | None = None,
                  ca: CaBundle | None = None, contact: str | None = None, rank_header: bool = False,
-                 accept_types: tuple[str, ...] = ()):
+                 accept_types: tuple[str, ...] = (), body_caps: tuple[tuple[str, int], ...] = ()):
         self.scope = scope
         self.accept_types = tuple(accept_types)   # --accept-types (empty: every type is kept)
+        self.body_caps = tuple(body_caps)         # --max-body-bytes per type (max_body_bytes: the others')
         # without an explicit policy: the resolve list's addresses are the user's choice, all else is checked
         self.addresses = addresses if addresses is not None else AddressPolicy(allowed=scope.addresses)
         self.proxies = proxies if proxies is not None else ProxySettings()
@@ -297,12 +321,14 @@ class Fetcher:
         c.setopt(pycurl.USERAGENT, self.user_agent)
         c.setopt(pycurl.TIMEOUT_MS, int(self.timeout * 1000))
         c.setopt(pycurl.CONNECTTIMEOUT_MS, int(self.connect_timeout * 1000))
-        c.setopt(pycurl.MAXFILESIZE_LARGE, self.max_body_bytes)
+        # curl stops a body past the largest cap; a smaller cap of its type is counted by write_typed
+        c.setopt(pycurl.MAXFILESIZE_LARGE, max([self.max_body_bytes, *(n for _, n in self.body_caps)]))
         c.setopt(pycurl.HTTPHEADER, [f"{k}: {v}" for k, v in self._req_rest[1:]])
         if self.scope.curl_resolve:
             c.setopt(pycurl.RESOLVE, self.scope.curl_resolve)
-        if self.accept_types:
+        if self.accept_types or self.body_caps:
             t.accept = self.accept_types
+            t.caps = self.body_caps
             c.setopt(pycurl.WRITEFUNCTION, t.write_typed)
         else:
             c.setopt(pycurl.WRITEFUNCTION, t.chunks.append if _CURL_CAPS_STREAMS else t.write)
@@ -347,6 +373,7 @@ class Fetcher:
         t.cap = self.max_body_bytes
         t.over = False
         t.type_cut = False
+        t.judged = False
         t.refused = ""
         t.proxy = self.proxies.for_url(url)
         t.curl.setopt(pycurl.PROXY, t.proxy)

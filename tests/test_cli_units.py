@@ -85,10 +85,22 @@ def test_durations_with_units(text, value):
     ("log_level", "chatty", r"^log-level: must be one of debug, info, warning, error, got 'chatty'$"),
     ("max_retries", "256", r"^max-retries: must be <= 255, got 256$"),        # a URL's counts are bytes
     ("max_slot_cuts", "1000", r"^max-slot-cuts: must be <= 255, got 1000$"),
+    ("max_body_bytes", "image/=2 parsecs", r"^max-body-bytes: expected bytes.*got '2 parsecs' in 'image/=2 parsecs'$"),
+    ("max_body_bytes", "im age=2M", r"^max-body-bytes: 'im age' is no MIME type or type prefix"),
+    ("max_body_bytes", "image/=0,1M", r"^max-body-bytes: must be >= 1, got 0 for 'image/=0'$"),
+    ("max_body_bytes", "1M,image/=1K,2M", r"^max-body-bytes: 'the bare size' given twice"),
 ])
 def test_a_bad_value_names_the_flag_and_the_value(key, value, msg):
     with pytest.raises(ConfigError, match=msg):
         CrawlConfig.build({"seeds": "s", **CONTACT, key: value})
+
+
+def test_max_body_bytes_per_type_survives_the_saved_config():
+    """A typed --max-body-bytes is kept in the manifest as pairs; a resume reads them back the same."""
+    cfg = CrawlConfig.build({"seeds": "s", **CONTACT, "max_body_bytes": "text/html=5M,image/=2K,20M"})
+    assert cfg.max_body_bytes == (("text/html", 5 << 20), ("image/", 2048), ("", 20 << 20))
+    saved = json.loads(json.dumps(cfg.as_dict()))
+    assert CrawlConfig.build({**saved, "seeds": "s"}).max_body_bytes == cfg.max_body_bytes
 
 
 def test_units_in_a_config_file(tmp_path):

@@ -179,3 +179,55 @@ def test_accept_types_cuts_other_bodies_after_their_headers(web, tmp_path):
     assert all(b == b"" and ct for b, ct in truncated.values())      # the head kept, no body
     assert any(u.endswith(".css") for u in whole) and all(whole[u] for u in whole if u.endswith(".css"))
     assert np.all(load_graph(session).url_status[[i for i, u in enumerate(load_graph(session).urls) if u in cut]] == 200)
+
+
+def test_max_body_bytes_per_type_aborts_exactly_the_bodies_over_their_types_cap(web, tmp_path):
+    """--max-body-bytes image/=76,10M: the images longer than 76 bytes are aborted (body_too_large,
+    not stored); shorter images and every page and style sheet are stored whole."""
+    session = tmp_path / "s"
+    with serve(web):
+        r = crawl_cli(2, web, session, "--max-body-bytes", "image/=76,10M", "--no-stats", timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    pages = load_manifest(web)["pages"]
+    asked = [u for u in load_manifest(web)["expected"]["requested"] if pages.get(u, {}).get("status") == 200]
+    over = {u for u in asked if pages[u]["content_type"].startswith("image/") and pages[u]["bytes"] > 76}
+    under = {u for u in asked if pages[u]["content_type"].startswith("image/") and pages[u]["bytes"] <= 76}
+    assert over and under                                             # the control: both kinds exist
+    stats = json.loads((session / "stats.json").read_text())
+    assert stats["errors"]["body_too_large"] == len(over)
+    stored, revisits = {}, set()                # (a body stored before is a revisit record: no body again)
+    for f in sorted((session / "warc").glob("*.warc.gz")):
+        with open(f, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                uri = rec.rec_headers.get_header("WARC-Target-URI")
+                if rec.rec_type == "response":
+                    stored[uri] = len(rec.content_stream().read())
+                elif rec.rec_type == "revisit":
+                    revisits.add(uri)
+    assert not over & (set(stored) | revisits)
+    kept = [u for u in asked if u not in over]
+    assert set(kept) <= set(stored) | revisits
+    assert {u: stored[u] for u in kept if u in stored} == {u: pages[u]["bytes"] for u in kept if u in stored}
+
+
+def test_the_report_says_how_requisites_enter_the_partition_models():
+    """abc-report's requisite figures on a hand-made graph: a URL found only by embed links is a
+    requisite (one also linked by navigation is not), its bytes' share, and the embed links whose
+    ends one rank requested."""
+    import numpy as np
+
+    from abc_crawler.report.build import requisite_figures
+    from abc_crawler.session import SessionGraph
+
+    urls = ["http://a.test/p0", "http://a.test/p1", "http://a.test/s.css", "http://a.test/i.png", "http://b.test/x.js"]
+    g = SessionGraph.from_urls(urls, ranks=2)
+    g.url_rank[:] = [0, 1, 0, 1, -1]                      # x.js never requested
+    g.url_bytes[:] = [100, 100, 50, 250, 0]
+    links = [(0, 2, 1), (1, 2, 1), (0, 3, 1), (1, 3, 0), (0, 4, 1), (0, 1, 0)]   # (src, dst, kind)
+    g.link_src = np.array([s for s, _, _ in links], dtype=np.int32)
+    g.link_dst = np.array([d for _, d, _ in links], dtype=np.int32)
+    g.link_kind = np.array([k for _, _, k in links], dtype=np.uint8)
+    f = requisite_figures(g)
+    assert f == {"urls": 1, "requested": 4, "bytes_pct": 10.0, "embed_links": 3, "embed_links_local_pct": 33.33}
+    g.link_kind = None                                   # a session before link kinds: no requisite
+    assert requisite_figures(g)["urls"] == 0

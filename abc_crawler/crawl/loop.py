@@ -22,7 +22,7 @@ from ..checkpoint import CheckpointLog, Journal
 from ..crawllog import CrawlLog
 from ..clock import SharedClock, estimate_offset
 from ..addresses import AddressPolicy
-from ..config import CrawlConfig, accept_types_of, clock_skew, from_header, phase_seconds_of, robots_token_of
+from ..config import CrawlConfig, accept_types_of, body_caps_of, clock_skew, from_header, phase_seconds_of, robots_token_of
 from ..coordinator import Coordinator
 from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from ..dashboard.vitals import VitalsSender, top_hosts
@@ -146,7 +146,8 @@ class RankCrawler:
         # where the fetcher may connect (the resolve list's addresses are the user's choice); the
         # user's scope rules, proxies and CAs come from rank 0
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
-                               connect_timeout=cfg.connect_timeout, max_body_bytes=cfg.max_body_bytes,
+                               connect_timeout=cfg.connect_timeout, max_body_bytes=body_caps_of(cfg.max_body_bytes)[0],
+                               body_caps=body_caps_of(cfg.max_body_bytes)[1],
                                rank=rank, max_connections=max(cfg.concurrency, cfg.active_hosts),
                                addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
                                proxies=proxies, ca=ca, contact=from_header(cfg), rank_header=cfg.test_rank_header,

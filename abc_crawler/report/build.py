@@ -8,13 +8,14 @@ import numpy as np
 
 from ..partition.models import distinct_links, url_lengths
 from ..ownership import owners_hash, url_hosts
+from ..parser import EMBED
 from .figures import (FIGURE_KIND, FIGURES, PCT_DECIMALS, measured_figures, predicted_figures, recompute_measured,
                       resolve_partvec)
 from .load import SessionFiles
 from .thesis import DEFAULT_PARTS, dataset_properties, thesis_table
 from .timing import graph_figure_rows, time_figures
 
-__all__ = ["REPORT_FORMAT", "build_report", "per_superstep"]
+__all__ = ["REPORT_FORMAT", "build_report", "per_superstep", "requisite_figures"]
 
 #: Version of ``report.json``.
 REPORT_FORMAT = 1
@@ -33,6 +34,33 @@ def per_superstep(s: SessionFiles) -> dict:
     t = np.asarray(ex.get("step_t", np.zeros(0)), dtype=np.float64)
     return {"volume": vol.tolist(), "messages_mpi": msgs.astype(np.int64).tolist(),
             "wire_bytes": wire.astype(np.int64).tolist(), "t": t.tolist()}
+
+
+def requisite_figures(g) -> dict:
+    """How the session's requisites (URLs found only by embed links: style sheets, images, scripts)
+    enter the partition models: each requested one is a vertex weighted by its own bytes and one
+    request (Türk's vertex weights), tied to the pages that embed it by its embed links, whose
+    exchange a partition saves when the requisite lands on the page's rank.
+
+    ``urls``: requested URLs that were found only by embed links; ``bytes_pct``: their share of the
+    bytes stored; ``embed_links``: embed links to requested URLs; ``embed_links_local_pct``: of
+    those, the share whose two ends were requested by the same rank in this session."""
+    kinds = g.link_kinds()
+    src, dst = g.link_src.astype(np.int64), g.link_dst.astype(np.int64)
+    req = g.url_rank >= 0
+    embed = kinds == EMBED
+    by_embed = np.zeros(len(g.urls), dtype=bool)
+    by_other = np.zeros(len(g.urls), dtype=bool)
+    by_embed[dst[embed]] = True
+    by_other[dst[~embed]] = True
+    only = req & by_embed & ~by_other
+    total_bytes = int(g.url_bytes[req].sum())
+    e = embed & req[dst] & req[src]
+    local = int(np.count_nonzero(g.url_rank[src[e]] == g.url_rank[dst[e]]))
+    n_e = int(np.count_nonzero(e))
+    return {"urls": int(np.count_nonzero(only)), "requested": int(np.count_nonzero(req)),
+            "bytes_pct": round(100.0 * int(g.url_bytes[only].sum()) / total_bytes, 2) if total_bytes else 0.0,
+            "embed_links": n_e, "embed_links_local_pct": round(100.0 * local / n_e, 2) if n_e else 0.0}
 
 
 def _ratio(a, b):
@@ -107,6 +135,7 @@ def build_report(session: SessionFiles, against: SessionFiles | None = None, *, 
             "supersteps": ag_meas["supersteps"], "stopped": against.stats.get("stopped"),
             "wall_s": against.stats.get("wall_s")},
         "partvec": pv_out,
+        "requisites": requisite_figures(g),
         "columns": columns,
         "recomputed": rec,
         "prediction_error": errors,

@@ -98,6 +98,13 @@ def _summary_lines(rep: dict) -> list[str]:
         if r is not None:
             lines.append(f"measured volume {v:,} B against {o:,} B: ratio {r:.3f}"
                          + (f", a {1 / r:.2f}-fold reduction" if 0 < r < 1 else ""))
+    rq = rep.get("requisites")
+    if rq and rq["urls"]:
+        lines.append(f"requisites: {rq['urls']:,} of {rq['requested']:,} requested URLs ({rq['bytes_pct']:.1f} % of "
+                     f"the bytes) were found only as requisites; in the partition models each is a vertex "
+                     f"weighted by its own bytes and one request, tied to the pages that embed it by "
+                     f"{rq['embed_links']:,} embed links ({rq['embed_links_local_pct']:.1f} % on the page's "
+                     f"rank in this session)")
     rec = rep["recomputed"]
     if rec.get("available"):
         lines.append("check: stats.json " + ("equals" if rec["check"]["consistent"] else "DIFFERS from")
