@@ -69,29 +69,44 @@ def handover(split_web, tmp_path_factory):
     return _crawl(split_web, tmp_path_factory.mktemp("handover"), "handover")
 
 
-#: a link found on a page reaches its owner with the next exchange and the owner announces its
-#: work with the one after: a URL is certainly queued somewhere from this long after the page that
-#: links to it was fetched (two supersteps at the default 0.5 s)
-QUEUED_AFTER = 1.0
+#: supersteps after the one that processed a page by whose end the URLs it links are certainly
+#: queued on their owner and announced to every holder: the page's links leave with the exchange of
+#: its superstep, or of the next one when it was processed during that exchange (S + 1); the owner
+#: announces its work with the exchange after it has them (S + 2); and rank 0 completes an exchange
+#: only once every rank has sent its part of it, that is, finished the one before (S + 3)
+QUEUED_STEPS = 3
+
+
+def _queued_since(session, rows):
+    """Superstep -> a wall-clock time by which rank 0 had completed that superstep's exchange, from
+    what the crawl reports: ``exchange.npz`` ``step_t`` (seconds from rank 0's loop start at which
+    each exchange completed) added to the server's ``t_start`` of rank 0's first request, which is
+    after its loop started. Late, never early: no race with how fast the machine is."""
+    t0 = min(r["t_start"] for r in rows if r["rank"] == 0)
+    with np.load(session / "exchange.npz") as z:
+        step_t = z["step_t"].tolist()
+    return lambda step: t0 + step_t[step] if step < len(step_t) else float("inf")
 
 
 def _idle_slots(rows, session, host):
     """(regular slots in which the host had queued work but nobody requested it, regular slots in
-    which it had queued work). "Queued" from the log and the graph alone: a page of the host is
-    queued from QUEUED_AFTER seconds after the first page linking to it was fetched until its own
-    request starts."""
+    which it had queued work). "Queued" from the log and the session's supersteps: a page of the host
+    is queued (and its owner's work announced) from the end of the exchange QUEUED_STEPS supersteps
+    after the one that processed the first page linking to it (:func:`_queued_since`), until its
+    own request starts."""
     name = host.split(":")[0]
     fetched: dict[str, tuple[float, float]] = {}
     for r in rows:
         fetched.setdefault(f"{r['host'].split(':')[0]}{r['path']}", (r["t_start"], r["t_end"]))
     g = load_graph(session)
     key = [(host_of(u).split(":")[0] + u[u.index("/", u.index("://") + 3):]) if u else "" for u in g.urls]
-    found: dict[int, float] = {}
+    since = _queued_since(session, rows)
+    found: dict[int, int] = {}
     for s_, d_ in zip(g.link_src.tolist(), g.link_dst.tolist()):
-        t = fetched.get(key[s_])
-        if t is not None and key[d_].startswith(name + "/"):
-            found[d_] = min(found.get(d_, t[1]), t[1])
-    waits = [(t + QUEUED_AFTER, fetched[key[d]][0]) for d, t in found.items() if key[d] in fetched]
+        step = int(g.url_superstep[s_])
+        if step >= 0 and key[d_].startswith(name + "/"):
+            found[d_] = min(found.get(d_, step), step)
+    waits = [(since(st + QUEUED_STEPS), fetched[key[d]][0]) for d, st in found.items() if key[d] in fetched]
     starts = sorted(v[0] for k, v in fetched.items() if k.startswith(name + "/") and not k.endswith("/robots.txt"))
     pc = PhaseClock(0, K, K, SLOT, 0.005)
     idle = queued = 0
