@@ -135,6 +135,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("dashboard", str, None, "ADDR:PORT: rank 0 serves a live status page there (GET /, /status.json, /metrics for Prometheus; POST /stop with the printed token); 127.0.0.1:0 picks a free port; a non-loopback address exposes it to the network"),
     Setting("warc", bool, True, "write per-rank WARC files"),
     Setting("gather_warc", bool, False, "at the end, stream every rank's finished WARC files to rank 0's session directory over MPI (verified against their SHA-256), for ranks on hosts without a shared file system"),
+    Setting("warc_outlinks", bool, True, "after each stored answer that links somewhere, a WARC metadata record (application/warc-fields, WARC-Concurrent-To the answer's record) lists the links followed, one 'outlink: URL HOP' line each, HOP the crawl log's and Heritrix's hop code: L navigation, E embed (a requisite), R redirect or refresh"),
     Setting("warc_max_bytes", int, 1_000_000_000, "a rank's WARC file is closed (and its CDXJ index written) once it holds this many bytes; the next one continues", 1),
     Setting("previous", str, None, "a session directory of an earlier crawl: its URLs are asked with If-None-Match/If-Modified-Since, a 304 is stored as a revisit and keeps the page's links; URLs it knew but did not fetch become seeds"),
     Setting("warc_batch", int, 64, "pages whose WARC records are serialized and compressed together (1: each page as it arrives); a batch also ends at 1 MiB of bodies and before every checkpoint", 1),
@@ -145,7 +146,7 @@ _BY_NAME = {s.name: s for s in SETTINGS}
 #: ``abc-crawl --help`` in groups by concern, in this order; every setting is in exactly one
 #: (tests/test_cli_units.py checks it). The test hooks (:data:`HIDDEN`) are accepted but not shown.
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("input and output", ("session_dir", "checkpoint_seconds", "warc", "warc_max_bytes", "warc_batch", "gather_warc",
+    ("input and output", ("session_dir", "checkpoint_seconds", "warc", "warc_outlinks", "warc_max_bytes", "warc_batch", "gather_warc",
                           "previous")),
     ("scope", ("resolve", "allowed_domains", "accept_regex", "reject_regex", "url_filter", "max_depth",
                "page_requisites", "requisites_any_host", "allow_private_addresses", "sitemaps")),

@@ -390,8 +390,9 @@ class RankWarc:
         self._size = 0
 
     # -- pages ----------------------------------------------------------------------------------
-    def write(self, r: Response, _sha1=hashlib.sha1) -> bool:
+    def write(self, r: Response, outlinks: str = "", _sha1=hashlib.sha1) -> bool:
         """Take the request and the response (or a revisit); True if it was a duplicate body.
+        ``outlinks``: the ``outlink: URL HOP`` lines of a metadata record written after them ("": none).
 
         The content digest and the duplicate decision are made here; the records are serialized
         and compressed in batches (:meth:`_drain`), when ``batch`` pages or ``_BATCH_BYTES`` of
@@ -410,7 +411,7 @@ class RankWarc:
             return first is not None
         if first is None and not r.truncated:
             self._seen[digest] = (r.url, date)
-        self._queue((r, date, digest, first, None), len(body))
+        self._queue((r, date, digest, first, None, outlinks), len(body))
         return first is not None
 
     def write_not_modified(self, r: Response, payload_url: str, payload_date: str, digest: str) -> None:
@@ -421,7 +422,7 @@ class RankWarc:
         if not self.enabled:
             self._placed(r, _iso(r.t_start), None, None, ref, -1, 0)
             return
-        self._queue((r, _iso(r.t_start), None, None, ref), 0)
+        self._queue((r, _iso(r.t_start), None, None, ref, ""), 0)
 
     def _queue(self, item: tuple, nbytes: int) -> None:
         pending = self._pending
@@ -453,12 +454,16 @@ class RankWarc:
         for p in pending:
             if self._fh is None:
                 self._open()
-            req, rec, line_fields = self._records(*p)
+            req, rec, line_fields, rec_id = self._records(*p[:5])
             offset = self._size + len(req)
             out.append(req)
             out.append(rec)
             self._size = offset + len(rec)
             r, date = p[0], p[1]
+            if p[5]:
+                meta = self._metadata(r.url, date, rec_id, p[5])
+                out.append(meta)
+                self._size += len(meta)
             self._index.append(cdxj_line(r.url, date, *line_fields, len(rec), offset, self.name))
             self._placed(r, date, p[2], p[3], p[4], offset, len(rec))
             if self._size >= self.max_bytes:
@@ -469,10 +474,10 @@ class RankWarc:
             self._fh.write(b"".join(out))
 
     def _records(self, r: Response, date: str, digest: bytes | None, first, ref, _sha1=hashlib.sha1,
-                 _b32=b32_sha1) -> tuple[bytes, bytes, tuple]:
+                 _b32=b32_sha1) -> tuple[bytes, bytes, tuple, str]:
         """The request record and the response (``first`` and ``ref`` None), revisit (``first``: the
         same payload stored earlier) or server-not-modified revisit (``ref``) record, two gzip members;
-        and the index fields of the second (mime, status, digest)."""
+        the index fields of the second (mime, status, digest) and its record id."""
         body = r.body
         url = r.url
         uri_line = f"WARC-Target-URI: {url}\r\n" if url else ""
@@ -493,11 +498,12 @@ class RankWarc:
             status_line = r.status_line or f"HTTP/1.1 {r.status}"
             http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
         block_sha1 = _sha1(http_head)
+        rec_id = self._next_id()
         if first is None and ref is None:
             payload_digest = f"sha1:{_b32(digest)}"
             block_sha1.update(body)
             rec = b"".join((
-                f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
+                f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
                 f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
                 f"{'WARC-Truncated: unspecified' + chr(13) + chr(10) if r.truncated else ''}"
                 f"Content-Type: application/http; msgtype=response\r\n"
@@ -513,7 +519,7 @@ class RankWarc:
                 profile, (ref_uri, ref_date), payload_digest = _REVISIT_PROFILE, first, f"sha1:{_b32(digest)}"
                 self.revisits += 1
             rec = b"".join((
-                f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {self._next_id()}\r\nWARC-Date: {date}\r\n"
+                f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
                 f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
                 f"WARC-Profile: {profile}\r\nWARC-Refers-To-Target-URI: {ref_uri}\r\n"
                 f"WARC-Refers-To-Date: {ref_date}\r\n"
@@ -524,7 +530,15 @@ class RankWarc:
             mime = "warc/revisit"
         self.records += 2
         member = self._gzip_member
-        return member(req), member(rec), (mime, _index_status(http_head), payload_digest)
+        return member(req), member(rec), (mime, _index_status(http_head), payload_digest), rec_id
+
+    def _metadata(self, url: str, date: str, concurrent_to: str, lines: str) -> bytes:
+        """A page's outlinks as a ``metadata`` record (Heritrix's layout: ``application/warc-fields``,
+        ``WARC-Concurrent-To`` the answer's record), one gzip member."""
+        block = lines.encode("utf-8")
+        self.records += 1
+        return self._gzip_member(_record("metadata", url, date, "application/warc-fields", block, hashlib.sha1(block),
+                                         [("WARC-Concurrent-To", concurrent_to)], self._next_id()))
 
     # -- checkpoints ------------------------------------------------------------------------------
     def checkpoint(self) -> dict:

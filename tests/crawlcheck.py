@@ -149,6 +149,30 @@ def read_log(path: Path) -> list[dict]:
     return rows
 
 
+def check_outlinks(g, warc: dict, cfg: dict) -> None:
+    """--warc-outlinks: the metadata record of each stored answer lists exactly the links graph.npz
+    has from its URL, kind by kind (L navigation, E embed, R redirect or refresh), each once; an answer
+    with links in the graph and no metadata record is one the session stood for by a 304 (--previous)
+    or a session written without outlinks."""
+    from abc_crawler.parser import EMBED, NAV, REDIRECT, REFRESH
+
+    letter = {NAV: "L", EMBED: "E", REDIRECT: "R", REFRESH: "R"}
+    graph: dict[str, set] = defaultdict(set)
+    for s, d, k in zip(g.link_src.tolist(), g.link_dst.tolist(), g.link_kinds().tolist()):
+        graph[g.urls[s]].add((g.urls[d], letter[k]))
+    out = warc["outlinks"]
+    for uri, links in out.items():
+        assert len(links) == len(set(links)), ("outlinks: a link listed twice", uri)
+        want = graph.get(uri, set())
+        assert set(links) == want, ("outlinks: the metadata record is not the graph's links", uri,
+                                    sorted(want - set(links))[:3], sorted(set(links) - want)[:3])
+    if cfg.get("warc", True) and cfg.get("warc_outlinks", False) and not cfg.get("previous"):
+        missing = sorted(u for u in graph if u in warc["stored"] and u not in out)
+        assert not missing, ("outlinks: answers with links and no metadata record", missing[:5])
+    elif not cfg.get("warc_outlinks", False):
+        assert not out, "outlinks: metadata records written with --no-warc-outlinks"
+
+
 def warc_records(session: Path) -> dict[str, Counter]:
     """URL → Counter of record types over every rank's WARC file (digests checked by warcio)."""
     from warccheck import read_session_warc
@@ -407,6 +431,7 @@ def check_session(web_dir: Path, session: Path, log=None, complete: bool = True,
                  and not stats.get("sitemaps", {}).get("urls", 0))
         check_exchange(session, m["owners"], g, exact=exact)
     assert ex["wire_bytes"] <= ex["volume_bytes"]
+    check_outlinks(g, warc, cfg)
     assert stats["requests"] - stats.get("retries", 0) == len(requested_all), (
         "requests: stats.json's count is not the requested URLs", stats["requests"], stats.get("retries", 0),
         len(requested_all))

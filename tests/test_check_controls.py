@@ -430,3 +430,27 @@ def test_control_an_internal_error_on_one_page_fails_the_session(web, polite, tm
     (s / "stats.json").write_text(json.dumps(stats))
     with pytest.raises(AssertionError, match="internal"):
         check_session(web, s, rows)
+
+
+def test_outlink_check_rejects_a_metadata_record_that_is_not_the_graphs_links():
+    """crawlcheck.check_outlinks: a page's WARC outlinks must be its graph.npz links kind by kind."""
+    import numpy as np
+
+    from abc_crawler.session import SessionGraph
+    from crawlcheck import check_outlinks
+
+    a, b, c = "http://a.test/", "http://a.test/b", "http://a.test/c.css"
+    g = SessionGraph.from_urls([a, b, c], ranks=1)
+    g.link_src, g.link_dst = np.array([0, 0], np.int32), np.array([1, 2], np.int32)
+    g.link_kind = np.array([0, 1], np.uint8)
+    cfg = {"warc": True, "warc_outlinks": True}
+    good = [(b, "L"), (c, "E")]
+    check_outlinks(g, {"outlinks": {a: good}, "stored": {a: ("f", "d")}}, cfg)
+    for bad, msg in (([(b, "L")], "not the graph's links"), ([(b, "L"), (c, "L")], "not the graph's links"),
+                     ([*good, (b, "L")], "a link listed twice")):
+        with pytest.raises(AssertionError, match=msg):
+            check_outlinks(g, {"outlinks": {a: bad}, "stored": {a: ("f", "d")}}, cfg)
+    with pytest.raises(AssertionError, match="answers with links and no metadata record"):
+        check_outlinks(g, {"outlinks": {}, "stored": {a: ("f", "d")}}, cfg)
+    with pytest.raises(AssertionError, match="written with --no-warc-outlinks"):
+        check_outlinks(g, {"outlinks": {a: good}, "stored": {a: ("f", "d")}}, {"warc_outlinks": False})

@@ -162,10 +162,15 @@ def check_warc_payloads(web_dir: Path, records: list[WarcRecord]) -> dict:
     stored: dict[str, tuple[str, str]] = {}
     responses: dict[tuple[str, str, str], str] = {}     # (rank's files, uri, date) -> payload digest
     requests: dict[str, WarcRecord] = {}
+    outlinks: dict[str, list[tuple[str, str]]] = {}
+    answer = None                                       # the last response or revisit record
     for rec in records:
         if rec.index == 0:
             if rec.type != "warcinfo":
                 problems.append((rec.file, "the first record is not warcinfo"))
+            continue
+        if rec.type == "metadata":
+            _outlinks(rec, answer, outlinks, problems)
             continue
         if rec.uri:
             types[rec.uri][rec.type] += 1
@@ -210,7 +215,33 @@ def check_warc_payloads(web_dir: Path, records: list[WarcRecord]) -> dict:
         if rec.uri in stored:
             problems.append((rec.uri, "stored twice"))
         stored[rec.uri] = (rec.file, rec.date)
+        answer = rec
     if requests:
         problems.append(("request records without a response", sorted(r.uri for r in requests.values())[:5]))
     assert not problems, problems[:10]
-    return {"types": types, "stored": stored}
+    return {"types": types, "stored": stored, "outlinks": outlinks}
+
+
+def _outlinks(rec: WarcRecord, answer: WarcRecord | None, out: dict, problems: list) -> None:
+    """A metadata record (--warc-outlinks): right after the response or revisit it is concurrent to,
+    of the same URL, ``application/warc-fields`` with its block digest, one ``outlink: URL HOP``
+    line per link (HOP L, E or R); its links go into ``out[uri]``."""
+    if (answer is None or answer.file != rec.file or answer.index != rec.index - 1 or answer.uri != rec.uri
+            or answer.headers["WARC-Record-ID"] != rec.headers.get("WARC-Concurrent-To")):
+        problems.append((rec.uri, "a metadata record not right after the answer it is concurrent to"))
+    if rec.headers.get("Content-Type") != "application/warc-fields":
+        problems.append((rec.uri, "metadata content type", rec.headers.get("Content-Type")))
+    if b32(rec.block) != rec.headers.get("WARC-Block-Digest"):
+        problems.append((rec.uri, "metadata block digest"))
+    links = []
+    for line in rec.block.decode("utf-8").split("\r\n"):
+        if not line:
+            continue
+        name, _, value = line.partition(": ")
+        url, _, hop = value.rpartition(" ")
+        if name != "outlink" or hop not in ("L", "E", "R") or not url.startswith(("http://", "https://")):
+            problems.append((rec.uri, "not an outlink line", line))
+        links.append((url, hop))
+    if rec.uri in out:
+        problems.append((rec.uri, "two metadata records"))
+    out[rec.uri] = links

@@ -183,7 +183,8 @@ class RankCrawler:
                                  max_delay=cfg.max_delay, groups=self.groups)
         pages = PageProcessor(self.warc, self.links, counters, max_redirects=cfg.max_redirects,
                               max_inflated_bytes=cfg.max_inflated_bytes, previous=previous,
-                              validators=self.validators, requisites=cfg.page_requisites)
+                              validators=self.validators, requisites=cfg.page_requisites,
+                              outlinks=cfg.warc_outlinks)
         # robots.txt answers are sent to every rank under page-level assignment (they crawl the host
         # too); not for hosts only this rank ever fetches
         share = size > 1 and not assignment.site_level and cfg.robots

@@ -35,8 +35,9 @@ class PageProcessor:
 
     def __init__(self, warc: RankWarc, links: LinkClassifier, counters: RankCounters, *, max_redirects: int,
                  max_inflated_bytes: int, previous: PreviousShare | None = None,
-                 validators: ValidatorLog | None = None, requisites: bool = True):
+                 validators: ValidatorLog | None = None, requisites: bool = True, outlinks: bool = True):
         self.warc = warc
+        self.outlinks = outlinks and warc.enabled   # --warc-outlinks: a metadata record of each answer's links
         self.requisites = requisites             # --page-requisites
         # the last answer's requisites (embeds: style sheets, images, scripts, frames; a style
         # sheet's url() and @import; Link headers) and refresh targets (<meta http-equiv=refresh>,
@@ -80,10 +81,26 @@ class PageProcessor:
         c.bytes += nbytes
         body, decode_error = self.decoded(r)
         c.bytes_decoded += nbytes if body is None else len(body)
-        if self.warc.write(r):
+        out = self._answered(r, hops_in, nbytes, body, decode_error)
+        # stored with its links (a metadata record, --warc-outlinks), once they are known
+        if self.warc.write(r, self._outlinks(out[3], out[4]) if self.outlinks else ""):
             c.duplicates += 1
             self.stored_as = "duplicate:digest"
         self.digest = "sha1:" + b32_sha1(self.warc.last_digest)   # the digest the writer computed
+        return out
+
+    def _outlinks(self, links: list[Target], hops: int) -> str:
+        """The ``outlink: URL HOP`` lines of an answer's metadata record: its links (a redirect's
+        target: ``R``), requisites ``E``, refresh targets ``R``."""
+        nav = "R" if hops else "L"
+        return "".join([*(f"outlink: {t[0]} {nav}\r\n" for t in links),
+                        *(f"outlink: {t[0]} E\r\n" for t in self.embeds),
+                        *(f"outlink: {t[0]} R\r\n" for t in self.refresh)])
+
+    def _answered(self, r: Response, hops_in: int, nbytes: int, body: bytes | None,
+                  decode_error: str | None) -> PageOutcome:
+        """What an answer (not an error, not a 304) is, and its links."""
+        c = self.counters
         if 300 <= r.status < 400:
             c.pages_redirected += 1
             loc = r.header("location")
