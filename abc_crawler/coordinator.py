@@ -301,9 +301,12 @@ class _Rows:
 class Coordinator:
     """Merges reports into the URL table and the crawled graph (rank 0 only)."""
 
-    def __init__(self, ranks: int, kernels: KernelWorker | None = None, page_edges_only: bool = True):
+    def __init__(self, ranks: int, kernels: KernelWorker | None = None, page_edges_only: bool = True,
+                 host_ranks=None):
         self.ranks = ranks
         self.kernels = kernels
+        # the host graph and its top hosts by harmonic centrality, live (abc_crawler/hostranks.py)
+        self.host_ranks = host_ranks
         self.page_edges_only = page_edges_only   # --stats-edges pages (default): no embed in the page graph
         self.index: dict[int, int] = {}       # fp -> URL-table row
         self.urls: list[str | None] = []
@@ -400,6 +403,8 @@ class Coordinator:
         self.link_src.append(src_rows)
         self.link_dst.append(dst_rows)
         self.link_kind.append(kinds)
+        if self.host_ranks is not None:
+            self.host_ranks.add_links(src_rows, dst_rows)
         es, ed = self._pending_kernel_edges
         node = self.node
         # the page graph (statistics, graph.npz edges): navigation, redirect and refresh links between
@@ -437,6 +442,8 @@ class Coordinator:
     def end_superstep(self, step: int, t: float) -> None:
         """Close a superstep: record its time, hand new nodes and edges to the kernels."""
         self.step_t.set_at(step, 0, t)
+        if self.host_ranks is not None:
+            self.host_ranks.update(self.urls)        # when due, on its budget
         if self.kernels is not None and (self._pending_kernel_nodes or self._pending_kernel_edges[0]):
             es, ed = self._pending_kernel_edges
             self.kernels.submit(self._pending_kernel_nodes, np.array(es, dtype=np.int32), np.array(ed, dtype=np.int32))

@@ -26,6 +26,7 @@ from .config import CrawlConfig
 from .coordinator import Coordinator, KernelWorker
 from .crawl import STATUS_FIELDS, Rank0Role, RankCrawler, StopFlag
 from .crawl.counters import per_rank_of, totals
+from .hostranks import LiveHostRanks
 from .exceptions import AbcError, ConfigError
 from .exchange import Communicator
 from .metrics import imbalance_pct
@@ -228,7 +229,8 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     if comm.rank == 0:
         progress = Progress(STATUS_FIELDS, cfg.progress_seconds, out)
         kernels = KernelWorker(cfg.stats_max_pages, distance_error=cfg.stats_distance_error) if cfg.stats else None
-        rank0 = Rank0Role(Coordinator(comm.size, kernels, page_edges_only=cfg.stats_edges == "pages"), progress)
+        rank0 = Rank0Role(Coordinator(comm.size, kernels, page_edges_only=cfg.stats_edges == "pages",
+                                      host_ranks=LiveHostRanks() if cfg.stats else None), progress)
     crawler = RankCrawler(cfg, comm, prep["scope"], assignment, prep["seeds"], session_dir, stop, rank0,
                           holders=prep["holders"], rules=prep["rules"], proxies=prep["proxies"], ca=prep["ca"],
                           previous=share)
@@ -361,6 +363,9 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
 
         # whole graph (exact SCCs, HyperBall estimates) and first N pages (exact APSD/SCC), labelled
         graph_stats.update(graph_json(co.kernels.close()))
+    if co.host_ranks is not None:               # the final host ranks (= abc-graph rank --level host)
+        co.host_ranks.update(co.urls, force=True)
+        graph_stats["top_hosts"] = co.host_ranks.summary()
     # the registered counters (crawl/counters.STATS) per rank, then what other parts of a rank know
     per_rank = [{"rank": s["rank"], **per_rank_of(s)} | {
         k: s[k] for k in ("cpu_s", "warc_files", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",

@@ -32,6 +32,7 @@ from crawlcheck import BIN, crawl_cli, generate, serve, url_outcomes
 from abc_crawler.graph_cli import main as graph_main
 from abc_crawler.session import SessionGraph, load_graph, save_graph
 from abc_crawler.urls import UrlError, canonicalize
+from abc_crawler.webgraph import reverse_name
 
 nx = pytest.importorskip("networkx")
 pa = pytest.importorskip("pyarrow")
@@ -563,3 +564,48 @@ def test_a_graph_without_links(tmp_path):
         assert rc == 0, err
     names, edges = read_cc(tmp_path / "cc")
     assert names == ["test.a"] and edges == []
+
+
+def test_live_host_ranks_end_as_abc_graph_rank_says(session, tmp_path):
+    """Rank 0's live host ranks (stats.json graph.top_hosts) at the end of the crawl equal the top of
+    `abc-graph rank --level host` on the session, host by host and value by value."""
+    _, s = session
+    top = json.loads((s / "stats.json").read_text())["graph"]["top_hosts"]
+    out = tmp_path / "ranks.txt"
+    rc, _, err = run("rank", s, "--level", "host", str(out))
+    assert rc == 0, err
+    rows = [ln.split("\t") for ln in out.read_text().splitlines()[1:]]
+    ranked = sorted(rows, key=lambda r: int(r[0]))[:len(top["top"])]
+    assert top["method"] == "exact" and top["updates"] >= 1 and top["hosts_known"] == len(rows)
+    assert [h["host"] for h in top["top"]] == [reverse_name(r[4]) for r in ranked]
+    assert [h["harmonic"] for h in top["top"]] == pytest.approx([float(r[1]) for r in ranked], abs=1e-3)
+
+
+def test_live_host_ranks_fold_links_as_they_come():
+    """Links folded in two steps give the host graph and the ranks of the whole at once, exact and by
+    HyperBall (the same seed gives the same estimate)."""
+    from abc_crawler.graphrank import harmonic_centrality
+    from abc_crawler.hostranks import LiveHostRanks
+
+    rng = np.random.default_rng(5)
+    urls = [f"http://h{rng.integers(0, 30)}.test/p{i}" for i in range(400)]
+    src, dst = rng.integers(0, 400, 3000).astype(np.int32), rng.integers(0, 400, 3000).astype(np.int32)
+    for exact_max in (5000, 0):
+        live = LiveHostRanks(top=5, exact_max=exact_max)
+        live.add_links(src[:1000], dst[:1000])
+        assert live.update(urls[:300] + urls[300:], now=0.0) and live.last["host_edges"] > 0
+        assert not live.update(urls[:300], now=0.5)              # not due yet (and nothing new)
+        live.add_links(src[1000:], dst[1000:])
+        assert live.update(urls, now=100.0)
+        names = sorted({u.split("/")[2] for u in urls}, key=reverse_name)
+        vid = {h: i for i, h in enumerate(names)}
+        hs = np.array([vid[urls[i].split("/")[2]] for i in src])
+        hd = np.array([vid[urls[i].split("/")[2]] for i in dst])
+        pairs = sorted({(a, b) for a, b in zip(hs.tolist(), hd.tolist()) if a != b})
+        hc = harmonic_centrality(len(names), np.array([a for a, _ in pairs]), np.array([b for _, b in pairs]),
+                                 exact_max=exact_max)
+        best = np.lexsort((np.arange(len(names)), -hc.values))[:5]
+        assert live.last["host_edges"] == len(pairs) and live.last["hosts_known"] == len(names)
+        assert [h["host"] for h in live.last["top"]] == [names[v] for v in best]
+        assert [h["harmonic"] for h in live.last["top"]] == pytest.approx(hc.values[best].round(4).tolist())
+        assert live.last["method"] == ("exact" if exact_max else "hyperball")

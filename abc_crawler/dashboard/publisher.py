@@ -148,8 +148,9 @@ class Dashboard:
         self.exchange.update(coordinator, step)
         stopping = self.server.stop_requested or g.get("signal", 0) > 0
         summary = graph_summary(coordinator)
+        hr = getattr(coordinator, "host_ranks", None)
         self._publish("stopping" if stopping else "running", summary, elapsed,
-                      kernels=kernel_lag(coordinator, summary))
+                      kernels=kernel_lag(coordinator, summary), top_hosts=hr.summary() if hr is not None else None)
         self._last = now
 
     def _take_vitals(self) -> None:
@@ -163,7 +164,8 @@ class Dashboard:
         self._raw = None
 
     def _publish(self, state: str, graph: dict | None, elapsed: float, stopped: str | None = None,
-                 errors: dict | None = None, dropped: dict | None = None, kernels: dict | None = None) -> None:
+                 errors: dict | None = None, dropped: dict | None = None, kernels: dict | None = None,
+                 top_hosts: dict | None = None) -> None:
         self.seq += 1
         answered = self.exchange.responses or []
         snap = build_snapshot(
@@ -176,7 +178,7 @@ class Dashboard:
             hosts=merge_hosts([(v or {}).get("hosts") for v in self._vitals]),
             history=self.history, updated=_utc(), stall=self._stall,
             dropped=dropped if dropped is not None else merge_errors([(v or {}).get("dropped") for v in self._vitals]),
-            kernels=kernels)
+            kernels=kernels, top_hosts=top_hosts)
         self.server.publish(snap, finished=state == "finished")
 
     def finish(self, stats: dict, coordinator, step: int) -> None:
@@ -202,7 +204,7 @@ class Dashboard:
                    if g.get("kernel_lag_s") is not None else None)
         self._publish("finished", stats.get("graph"), wall, stopped=stats.get("stopped"),
                       errors=merge_errors([stats.get("errors", {})]), dropped=stats.get("dropped", {}),
-                      kernels=kernels)
+                      kernels=kernels, top_hosts=g.get("top_hosts"))
 
     def close(self) -> None:
         self.server.close()

@@ -166,7 +166,7 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
                    totals: dict, ranks: list[dict], exchange: dict, graph: dict | None, errors: dict,
                    hosts: list[dict], history: list[tuple[float, int, int]], rate_window: float = 5.0,
                    updated: str | None = None, stall: dict | None = None, dropped: dict | None = None,
-                   kernels: dict | None = None) -> dict:
+                   kernels: dict | None = None, top_hosts: dict | None = None) -> dict:
     """The ``/status.json`` document (schema in ``docs/DASHBOARD.md``).
 
     ``totals``: the crawl's counters (``requests``, ``pages_ok``,
@@ -179,7 +179,10 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
     oldest first (times rounded by the caller); ``stall``: the stall watchdog's report while the
     crawl sends no request with work queued (``seconds``, ``bound_s``, ``hosts`` waiting and what
     for), else None; ``dropped``: URLs dropped by limits, by reason; ``kernels``: how far the
-    statistics kernels are behind (:func:`.sources.kernel_lag`), None with the statistics off.
+    statistics kernels are behind (:func:`.sources.kernel_lag`), None with the statistics off;
+    ``top_hosts``: the host graph's top hosts by harmonic centrality
+    (:meth:`abc_crawler.hostranks.LiveHostRanks.summary`), None before the first ranking or with
+    the statistics off.
     """
     if state not in STATES:
         raise ValueError(f"state must be one of {STATES}, got {state!r}")
@@ -213,7 +216,8 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
         "exchange": exchange,
         "graph": {"nodes": g.get("nodes"), "edges": g.get("edges"), "figures": graph_figures(graph),
                   "in_degree": degree_bins(g.get("in_degree_hist")),
-                  "out_degree": degree_bins(g.get("out_degree_hist")), "kernels": kernels},
+                  "out_degree": degree_bins(g.get("out_degree_hist")), "kernels": kernels,
+                  "top_hosts": top_hosts},
         "hosts": hosts,
         "errors": errors,
         "stall": stall,

@@ -203,7 +203,7 @@
     const frag = document.createDocumentFragment();
     for (const item of items) {
       const tr = document.createElement("tr");
-      for (const c of cells(item)) {
+      for (const c of cells(item, frag.childNodes.length)) {
         const td = document.createElement("td");
         td.textContent = c;
         tr.appendChild(td);
@@ -249,6 +249,12 @@
       int(r.requests), int(r.queued), num(r.idle_slot_s, 1) + " s", int(r.superstep)]);
     rows("errors-table", Object.entries(s.errors), ([k, v]) => [k, int(v)]);
     rows("hosts-table", s.hosts, (h) => [h.host, int(h.admitted), int(h.queued), h.ranks]);
+    // the host graph's top hosts (rank 0 ranks them now and then, exact or HyperBall with its error)
+    const hr = s.graph.top_hosts;
+    text("host-ranks-scope", hr ? `(host graph of ${int(hr.hosts_known)} hosts, ${int(hr.host_edges)} edges; ` +
+      `${hr.method}, ranked ${int(hr.updates)} times)` : "(statistics off, or not ranked yet)");
+    rows("host-ranks-table", hr ? hr.top : [], (h, i) => [i + 1, h.host, num(h.harmonic, 2),
+      hr.method === "exact" ? "exact" : "± " + num(h.se, 2)]);
     // the stall watchdog: work queued and no request for longer than its bound
     const stall = $("stall");
     stall.hidden = !s.stall;
