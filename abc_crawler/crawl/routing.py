@@ -209,6 +209,11 @@ class Router:
         self.drop_outbox()
         return payloads
 
+    def restore_pending(self, report: SuperstepReport, outbox: list[list[str]]) -> None:
+        """A resume: the report and the outboxes of the checkpointed superstep."""
+        self.report = report
+        self.outbox = [list(o) for o in outbox]
+
     def drop_outbox(self) -> None:
         self.outbox = [[] for _ in range(self.size)]
 

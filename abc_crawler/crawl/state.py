@@ -37,7 +37,6 @@ from ..coordinator import SuperstepReport
 from ..exceptions import AbcError
 from ..urls import fingerprint
 from ..urlstates import COMPLETED, MAX_U16, MAX_U8
-from .discovery import Discovery
 
 __all__ = ["STATE_VERSION", "capture", "save", "restore", "check_version"]
 
@@ -122,12 +121,12 @@ def restore(crawler, superstep: int) -> None:
     except CheckpointFormatError as exc:      # an older pickle or a damaged file: refused, nothing run
         raise AbcError(str(exc)) from None
     check_version(st, f"{crawler.session_dir}: rank {crawler.rank}, superstep {superstep}")
-    f, seen = crawler.frontier, crawler.seen     # empty: a resume comes before any seed
-    if len(f) or len(seen):
+    # restored in place into the parts the rank was built with (empty: a resume comes before any seed)
+    f, seen, discovery = crawler.frontier, crawler.seen, crawler.router.discovery
+    if len(f) or len(seen) or len(discovery):
         raise AbcError(f"rank {crawler.rank}: a resume needs an empty frontier")
     validators = crawler.validators
     validators.reset()                         # in place: the WARC writer and the pages hold it
-    discovery = crawler.router.discovery = Discovery()
     for inc in CheckpointLog.truncate_and_read(crawler.session_dir, crawler.rank, st["log"]):
         f.apply_increment(inc["frontier"])
         seen.merge(*inc["seen"])
@@ -137,9 +136,7 @@ def restore(crawler, superstep: int) -> None:
     # URLs that were being fetched are fetched again; the Bucket starts empty
     f.restore_state(st["frontier"])
     crawler.counters.load(st["counters"])      # in place: every part holds this one object
-    router = crawler.router
-    router.report = _report_from(st["report"])
-    router.outbox = [list(o) for o in st["outbox"]]
+    crawler.router.restore_pending(_report_from(st["report"]), st["outbox"])
     if st["state_version"] == 4:
         _facts_of_version_4(f, st)
     crawler.hosts.load_plain(st["hosts"])
