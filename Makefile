@@ -51,10 +51,12 @@ demo: $(STAMP) bytecode
 	PATH=$(abspath $(BIN)):$$PATH $(PY) -m abc_crawler.demo $(DEMO_ARGS)
 
 # What the scripts under bench/ need beyond the project: nginx on loopback (Debian's
-# nginx-light), Scrapy for P1 and py-spy for the profiles (the `bench` extra). The documentation packages of
-# the real corpus are installed by bench/corpus.py when a script first needs them.
+# nginx-light), Debian's wget2 (the C peer of bench/cpu_guard.py), Scrapy for P1 and py-spy for the
+# profiles (the `bench` extra). The documentation packages of the real corpus are installed by
+# bench/corpus.py when a script first needs them.
 bench-setup: $(STAMP) bytecode
 	command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq nginx-light; }
+	command -v wget2 >/dev/null || { apt-get update -qq && apt-get install -y -qq wget2; }
 	$(PY) -m pip install -q --no-build-isolation -e '.[test,bench]'
 
 clean:

@@ -4,7 +4,8 @@
                                        [--ranks 1 8] [--runs 5] [--hosts 400] [--pages 20000] [--port 18083]
                                        [--out bench/results/ab_trees.json]
 
-Each checkout must have its own ``.venv`` (``make venv``). For every round and every K of
+Each checkout must have its own ``.venv`` (``make venv``); a git revision instead of a directory
+is checked out under /tmp with its own venv (``harness.checkout``). For every round and every K of
 ``--ranks``, ``mpiexec -n K abc-crawl --no-stats --politeness-delay 0`` runs from A and from B
 (the order alternates every round) on the generated web (served by nginx, as in
 ``bench/stack_limit.py``'s ``abc-1`` and ``bench/vs_scrapy.py``'s abc runs). Figures per K:
@@ -16,7 +17,6 @@ crawls did the same work).
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -30,43 +30,17 @@ import nginx  # noqa: E402
 
 
 def crawl(tree: Path, ranks: int, web: Path, tmp: Path) -> dict:
-    """One crawl with ``tree``'s own venv; its figures."""
-    b = tree / ".venv" / "bin"
-    session = tmp / f"s-{tree.name}-{ranks}"
-    shutil.rmtree(session, ignore_errors=True)
-    cmd = [str(b / "mpiexec"), "-n", str(ranks), str(b / "abc-crawl"), str(web / "seeds.txt"), "--resolve",
-           str(web / "resolve.txt"), "--session-dir", str(session), "--progress-seconds", "600", "--no-stats",
-           "--politeness-delay", "0"]
-    if (tree / "lab.toml").exists():              # a tree with open-web defaults: its lab settings
-        cmd[5:5] = ["--config", str(tree / "lab.toml")]
-    subprocess_bytecode(b, tree)
-    r = harness.run_measured(cmd, timeout=1800)
-    if r["rc"] != 0:
-        raise RuntimeError(f"{tree}: abc-crawl -n {ranks} failed: {r['stderr'][-2000:]}")
-    st = json.loads((session / "stats.json").read_text())
-    shutil.rmtree(session, ignore_errors=True)
-    return {"requests": st["requests"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
-            "pages_per_cpu_s": st["requests"] / r["cpu_s"], "pages_per_s": st["requests"] / r["wall_s"]}
-
-
-_compiled: set[Path] = set()
-
-
-def subprocess_bytecode(b: Path, tree: Path) -> None:
-    """Byte-compile the tree once (its editable install writes no bytecode)."""
-    import subprocess
-
-    if tree not in _compiled:
-        subprocess.run([str(b / "python"), "-m", "compileall", "-q", *(str(tree / d) for d in
-                                                                       ("abc_crawler", "kernels", "partition"))],
-                       check=True, stdout=subprocess.DEVNULL)
-        _compiled.add(tree)
+    """One crawl with ``tree``'s own venv (its lab settings, ``--no-stats --politeness-delay 0``); its figures."""
+    row = harness.run_tree_abc(tree, ranks, web, tmp / f"s-{tree.name}-{ranks}", "--progress-seconds", "600",
+                               "--no-stats", "--politeness-delay", "0", timeout=1800)
+    return {"requests": row["pages"], "wall_s": row["wall_s"], "cpu_s": row["cpu_s"],
+            "pages_per_cpu_s": row["pages_per_cpu_s"], "pages_per_s": row["pages_per_s"]}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--a", required=True, type=Path, help="checkout A (the baseline)")
-    ap.add_argument("--b", required=True, type=Path, help="checkout B (the change)")
+    ap.add_argument("--a", required=True, help="checkout A (the baseline): a directory with its .venv, or a git revision")
+    ap.add_argument("--b", required=True, help="checkout B (the change): a directory with its .venv, or a git revision")
     ap.add_argument("--ranks", type=int, nargs="+", default=[1, 8])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--hosts", type=int, default=400)
@@ -74,7 +48,7 @@ def main(argv=None) -> int:
     ap.add_argument("--port", type=int, default=18083, help="port of the generated web (its own web per port)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    a, b = args.a.resolve(), args.b.resolve()
+    a, b = harness.checkout(args.a), harness.checkout(args.b)
     print(harness.describe_header(f"A/B of two checkouts: A = {a}, B = {b}"), flush=True)
     web = harness.generated_web(args.hosts, args.pages, port=args.port)
     tmp = Path(tempfile.mkdtemp(prefix="abc-ab-"))

@@ -24,7 +24,8 @@ from nginx import nginx_version
 
 __all__ = ["ROOT", "BIN", "RESULTS", "DATA", "machine_info", "software_versions", "children_cpu", "ensure_bytecode",
            "run_measured", "abc_command", "run_abc", "medians", "rotated", "write_result", "generated_web",
-           "describe_header"]
+           "describe_header", "checkout", "tree_bin", "tree_bytecode", "lab_flags", "tree_abc_command", "run_tree_abc",
+           "summarize_speedscope"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -149,8 +150,13 @@ def run_abc(ranks: int, web, session, *extra: str, timeout: float = 1800, seeds=
     """``mpiexec -n RANKS abc-crawl`` on a served web; figures from the run and its stats.json."""
     session = Path(session)
     r = run_measured(abc_command(ranks, web, session, *extra, seeds=seeds, wrap=wrap), timeout)
+    return _abc_row(ranks, r, session, keep)
+
+
+def _abc_row(ranks: int, r: dict, session: Path, keep: bool, what: str = "abc-crawl") -> dict:
+    """A finished crawl's figures: the run's (``r`` of :func:`run_measured`) and its stats.json's."""
     if r["rc"] != 0 or not (session / "stats.json").exists():
-        raise RuntimeError(f"abc-crawl -n {ranks} failed (status {r['rc']}): {r['stderr'][-3000:]}")
+        raise RuntimeError(f"{what} -n {ranks} failed (status {r['rc']}): {r['stderr'][-3000:]}")
     st = json.loads((session / "stats.json").read_text())
     pages = st["requests"]
     row = {"ranks": ranks, "pages": pages, "pages_ok": st["pages_crawled"], "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
@@ -241,3 +247,121 @@ def describe_header(title: str, extra_versions=()) -> str:
     return (f"{title}\nmachine: {m['cores']} cores ({m.get('cpu', '?')}), {m.get('memory_gb', '?')} GB, kernel "
             f"{m['kernel']}, load average at start {m['loadavg']}\nversions: "
             + ", ".join(f"{k} {val}" for k, val in v.items() if val is not None))
+
+
+# -- other checkouts of ABC (bench/ab_trees.py, bench/cpu_guard.py) ---------------------------------
+
+def checkout(spec, workdir: str | os.PathLike = "/tmp") -> Path:
+    """A checkout of ABC to crawl with, with its own ``.venv``: ``spec`` is a directory (a checkout
+    where ``make venv`` was run) or a git revision of this repository, which is checked out as a
+    worktree at ``WORKDIR/abc-tree-<sha7>`` (``git worktree add --detach``) and given its own venv
+    (``make venv`` there, a few minutes the first time; its log is ``make-venv.log`` in the tree).
+    The worktree is kept for the next run (``git worktree remove PATH`` removes it)."""
+    p = Path(spec)
+    if p.is_dir():
+        p = p.resolve()
+        if not (p / ".venv" / "bin" / "abc-crawl").exists():
+            raise RuntimeError(f"{p}: no .venv/bin/abc-crawl (run `make venv` there)")
+        return p
+    r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError(f"{spec!r} is neither a directory nor a git revision of {ROOT}")
+    sha = r.stdout.strip()
+    tree = Path(workdir) / f"abc-tree-{sha[:7]}"
+    if not (tree / ".git").exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), sha], check=True,
+                       stdout=subprocess.DEVNULL, timeout=300)
+    if not (tree / ".venv" / ".abc-installed").exists() or not (tree / ".venv" / "bin" / "abc-crawl").exists():
+        print(f"building {tree}/.venv (make venv; log: {tree}/make-venv.log)", flush=True)
+        with open(tree / "make-venv.log", "w") as log:
+            subprocess.run(["make", "venv"], cwd=tree, stdout=log, stderr=subprocess.STDOUT, check=True, timeout=3600)
+    return tree
+
+
+def tree_bin(tree) -> Path:
+    """The ``bin`` directory of a checkout's own venv."""
+    return Path(tree) / ".venv" / "bin"
+
+
+_TREES_COMPILED: set = set()
+
+
+def tree_bytecode(tree) -> None:
+    """Byte-compile a checkout once per benchmark (its editable install writes no bytecode)."""
+    tree = Path(tree)
+    if tree not in _TREES_COMPILED:
+        subprocess.run([str(tree_bin(tree) / "python"), "-m", "compileall", "-q",
+                        *(str(tree / d) for d in ("abc_crawler", "kernels", "partition") if (tree / d).is_dir())],
+                       check=True, stdout=subprocess.DEVNULL)
+        _TREES_COMPILED.add(tree)
+
+
+def lab_flags(tree) -> list[str]:
+    """The loopback lab settings of a checkout: ``--config lab.toml`` where it has one (since
+    ``23cebd5`` the defaults are the open web's); before, the defaults were the lab's but for a
+    0.25 s politeness delay: ``--politeness-delay 0``."""
+    lab = Path(tree) / "lab.toml"
+    return ["--config", str(lab)] if lab.exists() else ["--politeness-delay", "0"]
+
+
+def tree_abc_command(tree, ranks: int, web, session, *extra: str, wrap: list[str] | None = None) -> list[str]:
+    """``mpiexec -n RANKS abc-crawl`` of ``tree``'s venv on a served web: its lab settings
+    (:func:`lab_flags`), the web's resolve list, ``extra``; nothing else (every other setting at the
+    tree's default). ``wrap``: a command put in front of each rank's ``python abc-crawl``."""
+    b = tree_bin(tree)
+    web = Path(web)
+    crawl = [str(b / "abc-crawl"), str(web / "seeds.txt"), *lab_flags(tree), "--resolve", str(web / "resolve.txt"),
+             "--session-dir", str(session), *extra]
+    if wrap:
+        crawl = [*wrap, str(b / "python"), *crawl]
+    return [str(b / "mpiexec"), "-n", str(ranks), *crawl]
+
+
+def run_tree_abc(tree, ranks: int, web, session, *extra: str, timeout: float = 1800, wrap=None,
+                 keep: bool = False) -> dict:
+    """:func:`run_abc` with another checkout's crawler (:func:`tree_abc_command`)."""
+    session = Path(session)
+    shutil.rmtree(session, ignore_errors=True)
+    tree_bytecode(tree)
+    r = run_measured(tree_abc_command(tree, ranks, web, session, *extra, wrap=wrap), timeout)
+    return _abc_row(ranks, r, session, keep, what=f"{tree}: abc-crawl")
+
+
+# -- py-spy profiles ---------------------------------------------------------------------------------
+
+def summarize_speedscope(paths, classify, top: int = 20) -> dict:
+    """Self and inclusive sample shares per function, and per stage, from py-spy speedscope files
+    (``paths``: one or several, e.g. one per rank, summed). ``classify(frames, stack)`` names the
+    stage of one sample (``frames``: the file's frame table, ``stack``: indices, root first)."""
+    from collections import Counter
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    self_c: Counter = Counter()
+    incl_c: Counter = Counter()
+    line_c: Counter = Counter()
+    stage_c: Counter = Counter()
+    total = 0.0
+    n_samples = 0
+    for path in paths:
+        d = json.loads(Path(path).read_text())
+        frames = d["shared"]["frames"]
+        keys = [f"{f['name']} ({Path(f.get('file') or '?').name})" for f in frames]
+        line_keys = [f"{Path(f.get('file') or '?').name}:{f.get('line')} {f['name']}" for f in frames]
+        for prof in d["profiles"]:
+            n_samples += len(prof["samples"])
+            weights = prof.get("weights") or [1] * len(prof["samples"])
+            for stack, w in zip(prof["samples"], weights):
+                if not stack:
+                    continue
+                total += w
+                self_c[keys[stack[-1]]] += w
+                line_c[line_keys[stack[-1]]] += w
+                for k in {keys[i] for i in stack}:
+                    incl_c[k] += w
+                stage_c[classify(frames, stack)] += w
+    total = total or 1.0
+    pct = lambda c, n=top: [(k, round(100 * v / total, 1)) for k, v in c.most_common(n)]  # noqa: E731
+    return {"samples": n_samples, "seconds": round(total, 2), "self": pct(self_c), "inclusive": pct(incl_c),
+            "self_lines": pct(line_c), "stages": pct(stage_c, None)}

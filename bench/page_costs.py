@@ -95,7 +95,9 @@ def _crawler(resolve: list[str], tmp: str, warc: bool, batch: int = 64):
     from abc_crawler.ownership import HashAssignment
     from abc_crawler.scope import Scope
 
-    cfg = CrawlConfig.build({"seeds": "seeds.txt", "warc": warc, "warc_batch": batch})
+    # a contact: since issue 34 a configuration without a resolve list must name one (none is contacted here)
+    cfg = CrawlConfig.build({"seeds": "seeds.txt", "warc": warc, "warc_batch": batch,
+                             "contact": "https://example.invalid/abc-bench"})
     return RankCrawler(cfg, _OneRank(), Scope.from_lines(resolve), HashAssignment(1), [], tmp, StopFlag())
 
 

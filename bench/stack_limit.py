@@ -243,9 +243,10 @@ def requested_urls(session: Path) -> list[str]:
     return [g.urls[i] for i in order]
 
 
-def run_loop(mode: str, urls_file: Path, web: Path, tmp: Path) -> dict:
+def run_loop(mode: str, urls_file: Path, web: Path, tmp: Path, python=None) -> dict:
+    """The loop in its own process (``python``: another checkout's venv's, whose abc_crawler it then uses)."""
     out = tmp / f"loop-{time.monotonic_ns()}.json"
-    r = run_measured([str(BIN / "python"), __file__, "_loop", "--mode", mode, "--urls", str(urls_file),
+    r = run_measured([str(python or BIN / "python"), __file__, "_loop", "--mode", mode, "--urls", str(urls_file),
                       "--resolve", str(web / "resolve.txt"), "--json", str(out)], 1800)
     if r["rc"] != 0:
         raise RuntimeError(f"loop {mode} failed: {r['stderr'][-2000:]}")
@@ -254,7 +255,7 @@ def run_loop(mode: str, urls_file: Path, web: Path, tmp: Path) -> dict:
     return {"pages": pages, "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "pages_per_s": pages / r["wall_s"],
             "pages_per_cpu_s": pages / r["cpu_s"], "loop_cpu_s": res["loop_cpu_s"], "loop_wall_s": res["loop_wall_s"],
             "loop_pages_per_cpu_s": pages / res["loop_cpu_s"], "errors": res["errors"], "links": res["links"],
-            "canonical_links": res["canonical_links"]}
+            "canonical_links": res["canonical_links"], "abc_crawler": res.get("abc_crawler")}
 
 
 def main() -> int:
@@ -339,6 +340,8 @@ def _loop_main(argv) -> int:
     urls = Path(a.urls).read_text().split()
     resolve = [l.strip() for l in Path(a.resolve).read_text().splitlines() if l.strip() and not l.startswith("#")]
     res = stack_loop(urls, resolve, a.mode)
+    import abc_crawler
+    res["abc_crawler"] = str(Path(abc_crawler.__file__).parent)       # whose parser and canonicalize ran
     Path(a.json).write_text(json.dumps(res))
     return 0
 

@@ -46,7 +46,6 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -103,43 +102,22 @@ STAGES = [
 ]
 
 
+_STAGE_RX = [(s, re.compile(rx)) for s, rx in STAGES]
+
+
+def stage_by_name(frames: list[dict], stack: list[int]) -> str:
+    """The stage of a sample: the first frame from the leaf upwards whose function matches STAGES."""
+    for i in reversed(stack):
+        n = frames[i]["name"]
+        hit = next((s for s, rx in _STAGE_RX if rx.search(n)), None)
+        if hit:
+            return hit
+    return "other"
+
+
 def summarize_speedscope(path: Path, top: int = 20) -> dict:
     """Self and inclusive sample shares per function, and per crawler stage, from a py-spy speedscope file."""
-    d = json.loads(path.read_text())
-    frames = d["shared"]["frames"]
-    keys = [f"{f['name']} ({Path(f.get('file') or '?').name})" for f in frames]
-    line_keys = [f"{Path(f.get('file') or '?').name}:{f.get('line')} {f['name']}" for f in frames]
-    line_c: Counter = Counter()
-    names = [f["name"] for f in frames]
-    stage_rx = [(s, re.compile(rx)) for s, rx in STAGES]
-    self_c: Counter = Counter()
-    incl_c: Counter = Counter()
-    stage_c: Counter = Counter()
-    total = 0.0
-    n_samples = 0
-    for prof in d["profiles"]:
-        n_samples += len(prof["samples"])
-        weights = prof.get("weights") or [1] * len(prof["samples"])
-        for stack, w in zip(prof["samples"], weights):
-            if not stack:
-                continue
-            total += w
-            self_c[keys[stack[-1]]] += w
-            line_c[line_keys[stack[-1]]] += w
-            for k in {keys[i] for i in stack}:
-                incl_c[k] += w
-            stage = "other"
-            for i in reversed(stack):
-                n = names[i]
-                hit = next((s for s, rx in stage_rx if rx.search(n)), None)
-                if hit:
-                    stage = hit
-                    break
-            stage_c[stage] += w
-    pct = lambda c: [(k, round(100 * v / total, 1)) for k, v in c.most_common(top)]  # noqa: E731
-    return {"samples": n_samples, "seconds": round(total, 2), "self": pct(self_c), "inclusive": pct(incl_c),
-            "self_lines": pct(line_c),
-            "stages": [(k, round(100 * v / total, 1)) for k, v in stage_c.most_common()]}
+    return harness.summarize_speedscope(path, stage_by_name, top)
 
 
 def profile_abc(web: Path, label: str, extra: list[str], tmp: Path, rate: int = 250) -> dict:
