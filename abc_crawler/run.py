@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import os
 import platform
 import sys
 import time
@@ -164,6 +165,11 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     """
     comm = comm or Communicator()
     out = out if out is not None else sys.stderr
+    trace_dir = os.environ.get(TRACEMALLOC_ENV)
+    if trace_dir:                                  # bench/memory.py --process: where the memory goes
+        import tracemalloc
+
+        tracemalloc.start(1)
     crash.CONTEXT.rank, crash.CONTEXT.comm = comm.rank, comm
     crash.install_thread_hook()
     stop = StopFlag()
@@ -273,6 +279,8 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     t_wall = time.time() - (time.monotonic() - crawler.t0)
     stopped = crawler.run()
     wall = time.time() - t_wall
+    if trace_dir:
+        _dump_tracemalloc(Path(trace_dir), comm.rank)
     summaries = comm.gather(crawler.summary())
     log_counts = comm.gather(logs.warning_counts())
     rows = comm.gather_bytes(crawler.validators.to_bytes())
@@ -371,7 +379,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         k: s[k] for k in ("cpu_s", "warc_files", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
                           "idle_empty_s", "exchange_s", "phase_origin", "urls_per_connection", "connections",
                           "robots_fetches", "robots_adopted", "phases", "phase_warmup", "clock_offset_s",
-                          "clock_rtt_s", "clock_syncs", "max_rss_kb")} for s in summaries]
+                          "clock_rtt_s", "clock_syncs", "max_rss_kb", "urls_owned", "urls_known")} for s in summaries]
     total = lambda key: sum(s[key] for s in summaries)  # noqa: E731
     sums = totals(summaries)                       # every registered counter's sum, under its stats.json key
     stats = {
@@ -418,6 +426,30 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
                     "per_rank": [c.get("WARNING", 0) for c in counts]}
     atomic_write_json(sd / "stats.json", stats)
     return stats
+
+
+#: a directory in this variable makes every rank trace its Python allocations (tracemalloc, one
+#: frame) and write their sizes by source line at the end of the crawl: ``rank-NNNNN.json`` there
+#: (bench/memory.py --process attributes them to the crawler's structures); off by default
+TRACEMALLOC_ENV = "ABC_TRACEMALLOC"
+
+
+def _dump_tracemalloc(directory: Path, rank: int) -> None:
+    """The live allocations of this rank by file and line (bytes, blocks), largest first, and the
+    traced total beside the process's resident size."""
+    import tracemalloc
+
+    snap = tracemalloc.take_snapshot()
+    stats = snap.statistics("lineno")
+    rss_kb = 0
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                rss_kb = int(line.split()[1])
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(directory / f"rank-{rank:05d}.json", {
+        "rank": rank, "rss_kb": rss_kb, "traced_bytes": sum(s.size for s in stats),
+        "lines": [[s.traceback[0].filename, s.traceback[0].lineno, s.size, s.count] for s in stats[:2000]]})
 
 
 def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> dict:

@@ -2,6 +2,20 @@
 
     .venv/bin/python bench/memory.py [--urls 1000000] [--style synthetic|corpus] [--runs 5]
                                     [--out bench/results/memory.json]
+    .venv/bin/python bench/memory.py --process [--hosts 2000] [--pages 500000 125000] [--ranks 8]
+                                    [--trace] [--out bench/results/memory_process.json]
+
+``--process`` (issue 35: where a crawling rank's memory goes) crawls a generated web (nginx) at
+``--ranks`` with the defaults and the lab settings, once per ``--pages`` size (``--max-pages``
+cuts the larger web at each smaller size, so both crawls see the same web), and reports from
+each session's stats.json: every rank's peak RSS (``max_rss_kb``) against the URLs it knows
+(``urls_known``: its URL-seen set) and owns (``urls_owned``); the **slope** between the two
+sizes, ΔRSS / ΔURLs known per crawl rank (what one more known URL costs, the fixed cost of a rank
+cancelled), and rank 0's extra over the median crawl rank per graph node and per edge. With
+``--trace`` the larger crawl runs again with ``ABC_TRACEMALLOC`` (abc_crawler/run.py): every rank's
+live Python allocations at the end, by source line, summed into the crawler's structures
+(:data:`STRUCTURES`); what tracemalloc does not see (libcurl, lxml, the Cython seen set's and
+kernels' own allocations, allocator slack) is the RSS less the traced bytes.
 
 Each measurement runs in a fresh process: it imports the crawler, then adds N
 distinct canonical URLs (built one by one, as canonicalize() would return
@@ -40,6 +54,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -177,9 +192,140 @@ def measure(variant: str, n: int, style: str) -> dict:
     return out
 
 
+#: source files (relative to the repository, or a library's folder) → the structure they hold
+STRUCTURES = (
+    ("abc_crawler/urlstates.py", "frontier: URL text and per-URL columns"),
+    ("abc_crawler/frontier.py", "frontier: Bucket and per-host queues"),
+    ("abc_crawler/visits.py", "per-host records"),
+    ("abc_crawler/robots.py", "robots.txt rules"),
+    ("abc_crawler/seen.py", "URL-seen set"),
+    ("abc_crawler/crawl/links.py", "link-decision caches"),
+    ("abc_crawler/crawl/discovery.py", "crawl-log discovery table"),
+    ("abc_crawler/crawl/routing.py", "outboxes and the report to rank 0"),
+    ("abc_crawler/crawl/quotas.py", "per-host quotas"),
+    ("abc_crawler/validators.py", "validators"),
+    ("abc_crawler/warc.py", "WARC buffers and content-seen table"),
+    ("abc_crawler/cdxj.py", "CDXJ index buffers"),
+    ("abc_crawler/coordinator.py", "rank 0: URL table and graph"),
+    ("abc_crawler/hostranks.py", "rank 0: host graph"),
+    ("abc_crawler/kernels", "rank 0: statistics kernels"),
+    ("abc_crawler/exchange.py", "MPI exchange buffers"),
+    ("abc_crawler/checkpoint.py", "checkpoint log"),
+    ("abc_crawler/", "other crawler code"),
+    ("/lxml/", "lxml"),
+    ("/pycurl", "pycurl"),
+    ("/numpy/", "numpy (arrays made by the crawler's calls)"),
+    ("", "Python and other libraries"),
+)
+
+
+def _structure(filename: str) -> str:
+    for key, name in STRUCTURES:
+        if key in filename:
+            return name
+    return STRUCTURES[-1][1]
+
+
+def _crawl_sizes(a) -> dict:
+    """Crawl the web at each size; per size, the sessions' per-rank memory figures."""
+    import harness
+    import nginx
+
+    web = harness.generated_web(a.hosts, max(a.pages), seed=35, port=a.port)
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp, nginx.serve(web, max_seconds=4 * 3600):
+        for pages in sorted(set(a.pages)) + (["trace"] if a.trace else []):
+            session = Path(tmp) / f"s{pages}"
+            extra = [] if pages in ("trace", max(a.pages)) else ["--max-pages", str(pages)]
+            env = dict(os.environ)
+            trace = Path(tmp) / "trace"
+            if pages == "trace":
+                env["ABC_TRACEMALLOC"] = str(trace)
+            r = harness.run_measured(harness.abc_command(a.ranks, web, session, *extra), timeout=4 * 3600, env=env)
+            if r["rc"] != 0:
+                raise RuntimeError(f"abc-crawl failed: {r['stderr'][-3000:]}")
+            st = json.loads((session / "stats.json").read_text())
+            row = {"requests": st["requests"], "wall_s": round(r["wall_s"], 1), "nodes": st["graph"]["nodes"],
+                   "edges": st["graph"]["edges"],
+                   "ranks": [{k: p[k] for k in ("rank", "max_rss_kb", "urls_known", "urls_owned")} for p in st["per_rank"]]}
+            if pages == "trace":
+                row["trace"] = _attribute(trace)
+            out[str(pages)] = row
+            print(f"  {pages}: {st['requests']:,} requests in {r['wall_s']:.0f} s; peak RSS per rank "
+                  + ", ".join(f"{p['max_rss_kb'] // 1024} MB/{p['urls_known']:,} URLs" for p in row["ranks"]), flush=True)
+    return out
+
+
+def _attribute(trace: Path) -> list[dict]:
+    """Per rank: traced bytes by structure, the traced total and the RSS it does not explain."""
+    out = []
+    for f in sorted(trace.glob("rank-*.json")):
+        d = json.loads(f.read_text())
+        by: dict[str, int] = {}
+        lines: dict[str, int] = {}
+        for filename, line, size, _count in d["lines"]:
+            k = _structure(filename)
+            by[k] = by.get(k, 0) + size
+            where = f"{filename.split('site-packages/')[-1].split('/work/main/')[-1]}:{line}"
+            lines[where] = lines.get(where, 0) + size
+        out.append({"rank": d["rank"], "rss_bytes": d["rss_kb"] * 1024, "traced_bytes": d["traced_bytes"],
+                    "untraced_bytes": d["rss_kb"] * 1024 - d["traced_bytes"],
+                    "by_structure": dict(sorted(by.items(), key=lambda kv: -kv[1])),
+                    "top_lines": dict(sorted(lines.items(), key=lambda kv: -kv[1])[:12])})
+    return out
+
+
+def process_main(a) -> int:
+    """``--process``: see the module's docstring."""
+    import harness
+
+    print(harness.describe_header(f"memory of crawling ranks: {a.hosts} hosts, pages {a.pages}, {a.ranks} ranks"),
+          flush=True)
+    runs = _crawl_sizes(a)
+    sizes = sorted(set(a.pages))
+    res: dict = {"benchmark": "memory --process", "args": vars(a), "runs": runs}
+    if len(sizes) >= 2:
+        lo, hi = runs[str(sizes[0])], runs[str(sizes[-1])]
+        slopes = []
+        for p, q in zip(lo["ranks"], hi["ranks"]):
+            du = q["urls_known"] - p["urls_known"]
+            slopes.append(round((q["max_rss_kb"] - p["max_rss_kb"]) * 1024 / du, 1) if du > 0 else None)
+        res["slope_bytes_per_known_url"] = slopes
+        crawl = [s for s in slopes[1:] if s is not None]
+        med = sorted(crawl)[len(crawl) // 2] if crawl else None
+        extra = lambda run: run["ranks"][0]["max_rss_kb"] * 1024 - sorted(  # noqa: E731
+            r["max_rss_kb"] * 1024 for r in run["ranks"][1:])[len(run["ranks"][1:]) // 2] if len(run["ranks"]) > 1 else 0
+        dn, de = hi["nodes"] - lo["nodes"], hi["edges"] - lo["edges"]
+        d0 = extra(hi) - extra(lo)
+        res["rank0_extra_bytes"] = {"per_node": round(d0 / dn, 1) if dn else None, "per_edge": round(d0 / de, 1) if de else None}
+        print(f"RSS slope per known URL, crawl ranks 1..{a.ranks - 1}: {slopes[1:]} B (median {med} B; goal <= 400)")
+        print(f"rank 0 beyond the median crawl rank: {res['rank0_extra_bytes']['per_node']} B per node, "
+              f"{res['rank0_extra_bytes']['per_edge']} B per edge (the two ends of the same ΔRSS)")
+    if a.trace:
+        for t in runs["trace"]["trace"]:
+            top = ", ".join(f"{k} {v / 2 ** 20:.1f}" for k, v in list(t["by_structure"].items())[:8])
+            print(f"rank {t['rank']}: RSS {t['rss_bytes'] / 2 ** 20:.0f} MB, traced {t['traced_bytes'] / 2 ** 20:.0f} MB "
+                  f"({top} MB), not traced {t['untraced_bytes'] / 2 ** 20:.0f} MB")
+            print("    largest lines: " + ", ".join(f"{k} {v / 2 ** 20:.1f}" for k, v in list(t["top_lines"].items())[:6]))
+    path = harness.write_result("memory_process", res, a.out)
+    print(f"wrote {path}")
+    return 0
+
+
 def main() -> int:
     import harness
     from harness import RESULTS, medians, write_result
+
+    if "--process" in sys.argv:
+        ap = argparse.ArgumentParser(description="memory of crawling ranks (issue 35)")
+        ap.add_argument("--process", action="store_true")
+        ap.add_argument("--hosts", type=int, default=2000)
+        ap.add_argument("--pages", type=int, nargs="+", default=[125_000, 500_000])
+        ap.add_argument("--ranks", type=int, default=8)
+        ap.add_argument("--port", type=int, default=18085)
+        ap.add_argument("--trace", action="store_true", help="run the largest size again with tracemalloc")
+        ap.add_argument("--out", default=None)
+        return process_main(ap.parse_args())
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--urls", type=int, default=1_000_000)

@@ -481,6 +481,7 @@ class RankCrawler:
             "phases": pc.n_phases if pc is not None else 0, "phase_warmup": pc.warmup if pc is not None else 0,
             "connections": conns, "idle_s": round(idle.total, 3),
             "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            "urls_owned": len(self.frontier), "urls_known": len(self.seen),
             "frontier": self.frontier.counts(), "warc_records": self.warc.records,
             "warc_revisits": self.warc.revisits,
             "robots_redirects": self.robots.redirects, "refused_connections": self.fetcher.refused,
