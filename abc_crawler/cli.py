@@ -111,8 +111,8 @@ def crawl_main(argv: list[str] | None = None) -> int:
     except BaseException as exc:
         # A bug on one rank must not leave the others waiting in a collective forever: the
         # reason is written into the session (errors/rank-NNNNN.txt, manifest "crashed"),
-        # then the job is aborted (abc_crawler.crash).
-        from .crash import handle_crash
+        # then the job is aborted (abc_crawler.store.crash).
+        from .store.crash import handle_crash
 
         return handle_crash(exc)
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .exceptions import ConfigError
-from .ownership import N_BUCKETS
+from .web.ownership import N_BUCKETS
 from .units import format_duration, format_size, parse_duration, parse_size
 
 __all__ = ["CrawlConfig", "SETTINGS", "Setting", "read_config_file", "clock_skew", "robots_token_of", "config_paths",
@@ -326,9 +326,9 @@ def default_user_agent(contact: str | None) -> str:
 
 def _check_real_web(v: dict) -> None:
     """The settings of real-web crawling that can be checked without reading a file or the environment."""
-    from .proxies import check_proxy_url
-    from .robots import check_token, robots_token
-    from .scope import parse_domains
+    from .net.proxies import check_proxy_url
+    from .net.robots import check_token, robots_token
+    from .web.scope import parse_domains
 
     contact = v["contact"]
     if contact is not None and contact_kind(contact) is None:
@@ -375,13 +375,13 @@ def config_paths(toml_path: str | list[str] | None) -> list[str]:
 def phase_seconds_of(v) -> float:
     """The phase-slot length in force: ``--phase-seconds``, or for 0 (auto) the shortest slot that
     holds the longest rest a host may owe plus a request
-    (:func:`abc_crawler.politeness.slot_seconds_needed`), at least 1 s.
+    (:func:`abc_crawler.sched.politeness.slot_seconds_needed`), at least 1 s.
 
     >>> phase_seconds_of({"phase_seconds": 0.0, "politeness_delay": 1.0, "delay_factor": 2.0, "max_delay": 30.0,
     ...                   "max_crawl_delay": 30.0, "ip_politeness_delay": 0.25, "phase_guard": 0.005})
     37.51
     """
-    from .politeness import longest_rest, slot_seconds_needed
+    from .sched.politeness import longest_rest, slot_seconds_needed
 
     get = v.__getitem__ if isinstance(v, dict) else v.__getattribute__
     if get("phase_seconds") > 0:
@@ -394,7 +394,7 @@ def phase_seconds_of(v) -> float:
 def _check_politeness(v: dict) -> None:
     """The rests and the phase slots that must hold them (a slot shorter than a host's rest would
     never let its holder send a request: the crawl would stall)."""
-    from .politeness import MIN_REQUEST_SECONDS, longest_rest
+    from .sched.politeness import MIN_REQUEST_SECONDS, longest_rest
 
     L = v["phase_seconds"]
     if L == 0:
@@ -480,7 +480,7 @@ def accept_types_of(value: str | None) -> tuple[str, ...]:
 
 def robots_token_of(cfg) -> str:
     """The product token robots.txt groups are matched on: ``--robots-token`` or the one of ``--user-agent``."""
-    from .robots import robots_token
+    from .net.robots import robots_token
 
     return cfg.robots_token or robots_token(cfg.user_agent)
 

@@ -18,10 +18,10 @@ import time
 import zipfile
 from pathlib import Path
 
-from .graphexport import FORMATS, ExportError, check_out_dir, export, ranks_meta, write_ranks
-from .graphrank import DEFAULT_EXACT_MAX, DEFAULT_LOG2M, harmonic_centrality, pagerank, positions
-from .parser import KIND_NAMES
-from .webgraph import LEVELS, level_graph
+from .graph.graphexport import FORMATS, ExportError, check_out_dir, export, ranks_meta, write_ranks
+from .graph.graphrank import DEFAULT_EXACT_MAX, DEFAULT_LOG2M, harmonic_centrality, pagerank, positions
+from .web.parser import KIND_NAMES
+from .graph.webgraph import LEVELS, level_graph
 
 __all__ = ["main"]
 
@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
 
 def load_session_graph(path: str):
     """SESSION's graph (refused with a clear message when SESSION is not a finished session)."""
-    from .session import load_graph
+    from .store.session import load_graph
 
     p = Path(path)
     if not p.exists():

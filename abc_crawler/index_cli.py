@@ -2,7 +2,7 @@
 
     abc-index SESSION [--check]
 
-Each ``warc/NAME.warc.gz`` gets ``warc/NAME.cdxj`` (:mod:`abc_crawler.cdxj`: pywb's format, what
+Each ``warc/NAME.warc.gz`` gets ``warc/NAME.cdxj`` (:mod:`abc_crawler.store.cdxj`: pywb's format, what
 ``abc-crawl`` writes when it closes a file), read record by record. Use it for files whose index
 is missing (a crawl killed and never resumed leaves its last file per rank unindexed) or after
 copying WARC files around. With ``--check`` nothing is written: the indexes on disk are compared
@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cdxj import index_lines, index_path, read_index, write_index
+from .store.cdxj import index_lines, index_path, read_index, write_index
 
 __all__ = ["main"]
 

@@ -134,7 +134,7 @@ def stall_text(stall: dict) -> str:
     ...     {"host": "a.test", "queued": 9, "why": "rest", "seconds": 0.4}]})
     'STALLED: no request for 65 s with 957 URLs queued (bound 62 s); waiting: a.test: 9 queued, rest 0.4 s'
     """
-    from .watchdog import format_waiting
+    from .sched.watchdog import format_waiting
 
     text = (f"STALLED: no request for {stall['seconds']:.0f} s with {stall['queued']:,} URLs queued "
             f"(bound {stall['bound_s']:.0f} s)")

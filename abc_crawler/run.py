@@ -22,30 +22,31 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__, crash
+from . import __version__
+from .store import crash
 from .config import CrawlConfig
-from .coordinator import Coordinator, KernelWorker
+from .graph.coordinator import Coordinator, KernelWorker
 from .crawl import STATUS_FIELDS, Rank0Role, RankCrawler, StopFlag
 from .crawl.counters import per_rank_of, totals
-from .hostranks import LiveHostRanks
+from .graph.hostranks import LiveHostRanks
 from .exceptions import AbcError, ConfigError
-from .exchange import Communicator
-from .metrics import imbalance_pct
-from .assignments import make_assignment
-from .phases import HolderTable, PhaseClock, uses_phases
+from .mpi.exchange import Communicator
+from .graph.metrics import imbalance_pct
+from .web.assignments import make_assignment
+from .sched.phases import HolderTable, PhaseClock, uses_phases
 from .progress import Progress, format_bytes, graph_rows
-from .proxies import ProxySettings
-from .scope import Scope, ScopeRules, read_seeds
-from .checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
+from .net.proxies import ProxySettings
+from .web.scope import Scope, ScopeRules, read_seeds
+from .store.checkpoint import agree_resume, placement_hostfile, placement_problems, resume_inventory
 from .config import config_paths, phase_seconds_of, read_config_file
-from .stopping import describe_dropped, dropped_by_limits, stop_line
-from . import logs
-from .parser import KIND_NAMES
-from .watchdog import STALL_EXIT
-from .gather import gather_warc
-from .tls import load_ca_bundle
-from .validators import PreviousShare, previous_shares, write_table
-from .session import (atomic_write_bytes, atomic_write_json, npz_bytes, prepare_rank_dir, rank_files, read_json,
+from .sched.stopping import describe_dropped, dropped_by_limits, stop_line
+from .store import logs
+from .web.parser import KIND_NAMES
+from .sched.watchdog import STALL_EXIT
+from .mpi.gather import gather_warc
+from .net.tls import load_ca_bundle
+from .store.validators import PreviousShare, previous_shares, write_table
+from .store.session import (atomic_write_bytes, atomic_write_json, npz_bytes, prepare_rank_dir, rank_files, read_json,
                       save_graph)
 
 __all__ = ["run_crawl"]
@@ -459,7 +460,7 @@ def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> di
     or the exchange (time in exchanges)."""
     from collections import Counter
 
-    from .urls import host_of
+    from .web.urls import host_of
 
     delays: dict[str, float] = {}
     for s in summaries:

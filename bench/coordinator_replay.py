@@ -1,8 +1,8 @@
 #!/usr/bin/env python
 """Does rank 0 keep up at cluster scale? (issue 35, item 4)
 
-Feeds rank 0's :class:`abc_crawler.coordinator.Coordinator` — with the statistics kernels on
-(:class:`~abc_crawler.coordinator.KernelWorker`, the crawl's defaults) and the live host ranks —
+Feeds rank 0's :class:`abc_crawler.graph.coordinator.Coordinator` — with the statistics kernels on
+(:class:`~abc_crawler.graph.coordinator.KernelWorker`, the crawl's defaults) and the live host ranks —
 superstep reports as ``--ranks`` (64) crawl ranks would send them, at a rising rate: for each
 target rate R pages/s, ``--steps`` supersteps of ``--superstep-seconds`` (1 s) whose reports hold
 R × superstep-seconds pages in all, each page with ``--links`` links (a share to pages crawled
@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import harness  # noqa: E402
 
-from abc_crawler.coordinator import Coordinator, KernelWorker, SuperstepReport, encode_report  # noqa: E402
-from abc_crawler.hostranks import LiveHostRanks  # noqa: E402
-from abc_crawler.urls import fingerprint  # noqa: E402
+from abc_crawler.graph.coordinator import Coordinator, KernelWorker, SuperstepReport, encode_report  # noqa: E402
+from abc_crawler.graph.hostranks import LiveHostRanks  # noqa: E402
+from abc_crawler.web.urls import fingerprint  # noqa: E402
 
 
 class Web:

@@ -30,7 +30,7 @@ and would answer 404 anyway). On port 8080 the resolve list holds
 ``host:8080``: absolute links without the port (``http://docs.python.org/x``,
 ``https://...``) do not match it and stay out of scope, never resolved.
 On port 80 the crawler would take ``https://cmake.org/...`` as in scope
-(``abc_crawler/scope.py`` keys the scope on the host name for both default
+(``abc_crawler/web/scope.py`` keys the scope on the host name for both default
 ports, and curl's RESOLVE list has only the :80 entry, so the https request
 would go to the system resolver); ``--port 80`` is therefore refused unless
 ``--guard-https`` is given, which adds ``HOST:443:127.0.0.1`` lines so that
@@ -99,7 +99,7 @@ def layout(out_dir=DEFAULT_OUT, port: int = 8080, addr: str = "127.0.0.1", guard
     """Write the corpus web directory; returns its manifest."""
     if port in (80, 443) and not guard_https:
         raise SystemExit("corpus: on port 80/443 https links to these hosts would count as in scope "
-                         "(abc_crawler/scope.py); use another port or --guard-https")
+                         "(abc_crawler/web/scope.py); use another port or --guard-https")
     out = Path(out_dir)
     sites = out / "sites"
     sites.mkdir(parents=True, exist_ok=True)

@@ -112,7 +112,7 @@ def micro(rounds: int = 5) -> dict:
 
     import numpy as np
 
-    from abc_crawler.coordinator import Coordinator, Report, encode_report
+    from abc_crawler.graph.coordinator import Coordinator, Report, encode_report
     from abc_crawler.crawl import STATUS_FIELDS
     from abc_crawler.dashboard.publisher import Dashboard
     from abc_crawler.dashboard.server import Published, StatusServer

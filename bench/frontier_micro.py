@@ -6,7 +6,7 @@
 Both implementations run in one process, interleaved (order rotated each round):
 ``scan`` is the Frontier of commit ebe161a (``tests/frontier_scan.py``, a
 verbatim copy: ``schedule`` scans every IN_LIST URL of the window), ``queues``
-is ``abc_crawler.frontier.Frontier`` (per-host FIFOs, marked hosts, heaps).
+is ``abc_crawler.sched.frontier.Frontier`` (per-host FIFOs, marked hosts, heaps).
 Crawler defaults: 199 × 8 Bucket, L = 16, window 250,000, flush 0.05 s,
 concurrency 32, no politeness delay (as in P2).
 
@@ -84,7 +84,7 @@ def run_one(cls, n: int, responses: int, seed: int = 1) -> dict:
 def main() -> int:
     from frontier_scan import Frontier as ScanFrontier
 
-    from abc_crawler.frontier import Frontier
+    from abc_crawler.sched.frontier import Frontier
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])

@@ -3,12 +3,12 @@
 
 Times, on one session (``--session``, else the biggest ``graph.npz`` found under ``sessions/`` and
 ``/tmp`` with at least ``--min-nodes`` nodes, else a generated one: ``--nodes`` pages on
-``--hosts`` hosts, ``--edges`` links, written with ``abc_crawler.session.save_graph``):
+``--hosts`` hosts, ``--edges`` links, written with ``abc_crawler.store.session.save_graph``):
 
 * reading ``graph.npz`` and folding it into the page, host and domain graphs;
 * PageRank (page and host level), harmonic centrality (host level: exact; page level: HyperBall,
   2^``--log2m`` registers) — the ranking of host graphs is "Host ranks at 175k pages / 2,000 hosts";
-* every export (``abc_crawler.graphexport``) at page and host level, and ``cc`` at domain level,
+* every export (``abc_crawler.graph.graphexport``) at page and host level, and ``cc`` at domain level,
   with the bytes written;
 * networkx's ``write_graphml`` of the page graph beside abc-graph's streamed writer
   (``--no-networkx`` skips it: it holds every vertex and edge as Python objects);
@@ -34,10 +34,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from abc_crawler import graphexport as gx  # noqa: E402
-from abc_crawler.graphrank import harmonic_centrality, pagerank  # noqa: E402
-from abc_crawler.session import SessionGraph, load_graph, save_graph  # noqa: E402
-from abc_crawler.webgraph import level_graph  # noqa: E402
+from abc_crawler.graph import graphexport as gx  # noqa: E402
+from abc_crawler.graph.graphrank import harmonic_centrality, pagerank  # noqa: E402
+from abc_crawler.store.session import SessionGraph, load_graph, save_graph  # noqa: E402
+from abc_crawler.graph.webgraph import level_graph  # noqa: E402
 
 
 def peak_rss_mb() -> float:

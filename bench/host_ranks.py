@@ -3,7 +3,7 @@
 
 A session's graph (``--session``, else a generated one: ``--nodes`` pages on ``--hosts`` hosts,
 ``--edges`` links, as ``bench/graph_export.py`` makes it) is fed to
-:class:`abc_crawler.hostranks.LiveHostRanks` as rank 0's coordinator feeds it: the URLs and links
+:class:`abc_crawler.graph.hostranks.LiveHostRanks` as rank 0's coordinator feeds it: the URLs and links
 of each superstep (the session's own supersteps, ``url_superstep`` of each link's source), one
 ``update`` per superstep on a simulated clock of ``--superstep-seconds`` per superstep (the
 ranking's budget: at most every 2 s and 5 % of the time). Measured with the process's CPU clock:
@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import harness  # noqa: E402
 from graph_export import generate_session  # noqa: E402
 
-from abc_crawler.hostranks import LiveHostRanks  # noqa: E402
-from abc_crawler.session import load_graph  # noqa: E402
+from abc_crawler.graph.hostranks import LiveHostRanks  # noqa: E402
+from abc_crawler.store.session import load_graph  # noqa: E402
 
 
 def replay(g, superstep_seconds: float) -> dict:

@@ -29,9 +29,9 @@ at the end. Variants, each for the current layout and (``old-``) the layout
 of commit ebe161a (a ``set`` of ints per seen set, the window-scan Frontier of
 ``tests/frontier_scan.py`` with a ``str`` per URL and per host):
 
-``seen``            the URL-seen set alone (now ``abc_crawler.seen`` FPSet:
+``seen``            the URL-seen set alone (now ``abc_crawler.sched.seen`` FPSet:
                     open-addressing uint64 table + flag byte)
-``frontier``        ``abc_crawler.frontier.Frontier`` alone (URLStates + Bucket)
+``frontier``        ``abc_crawler.sched.frontier.Frontier`` alone (URLStates + Bucket)
 ``seen+frontier``   both: **the P6 figure** as the issue defines it ("one
                     rank's URL-seen set and frontier"; goal ≤ 64 bytes per URL)
 ``crawler``         what a rank keeps per local URL — seen set, reported mark (old: a
@@ -109,15 +109,15 @@ def measure(variant: str, n: int, style: str) -> dict:
     """Runs in the child process."""
     import gc
 
-    from abc_crawler.urls import fingerprint, host_of
+    from abc_crawler.web.urls import fingerprint, host_of
 
     old = variant.startswith("old-")
     base = variant[4:] if old else variant
     if old:
         from frontier_scan import Frontier      # verbatim copy of the window-scan Frontier (ebe161a)
     else:
-        from abc_crawler.frontier import Frontier
-        from abc_crawler.seen import new_fpset
+        from abc_crawler.sched.frontier import Frontier
+        from abc_crawler.sched.seen import new_fpset
 
     make = url_source(style, n)
     sample = [make(i) for i in range(0, n, max(1, n // 10000))]
@@ -194,23 +194,23 @@ def measure(variant: str, n: int, style: str) -> dict:
 
 #: source files (relative to the repository, or a library's folder) → the structure they hold
 STRUCTURES = (
-    ("abc_crawler/urlstates.py", "frontier: URL text and per-URL columns"),
-    ("abc_crawler/frontier.py", "frontier: Bucket and per-host queues"),
-    ("abc_crawler/visits.py", "per-host records"),
-    ("abc_crawler/robots.py", "robots.txt rules"),
-    ("abc_crawler/seen.py", "URL-seen set"),
+    ("abc_crawler/sched/urlstates.py", "frontier: URL text and per-URL columns"),
+    ("abc_crawler/sched/frontier.py", "frontier: Bucket and per-host queues"),
+    ("abc_crawler/sched/visits.py", "per-host records"),
+    ("abc_crawler/net/robots.py", "robots.txt rules"),
+    ("abc_crawler/sched/seen.py", "URL-seen set"),
     ("abc_crawler/crawl/links.py", "link-decision caches"),
     ("abc_crawler/crawl/discovery.py", "crawl-log discovery table"),
     ("abc_crawler/crawl/routing.py", "outboxes and the report to rank 0"),
     ("abc_crawler/crawl/quotas.py", "per-host quotas"),
-    ("abc_crawler/validators.py", "validators"),
-    ("abc_crawler/warc.py", "WARC buffers and content-seen table"),
-    ("abc_crawler/cdxj.py", "CDXJ index buffers"),
-    ("abc_crawler/coordinator.py", "rank 0: URL table and graph"),
-    ("abc_crawler/hostranks.py", "rank 0: host graph"),
+    ("abc_crawler/store/validators.py", "validators"),
+    ("abc_crawler/store/warc.py", "WARC buffers and content-seen table"),
+    ("abc_crawler/store/cdxj.py", "CDXJ index buffers"),
+    ("abc_crawler/graph/coordinator.py", "rank 0: URL table and graph"),
+    ("abc_crawler/graph/hostranks.py", "rank 0: host graph"),
     ("abc_crawler/kernels", "rank 0: statistics kernels"),
-    ("abc_crawler/exchange.py", "MPI exchange buffers"),
-    ("abc_crawler/checkpoint.py", "checkpoint log"),
+    ("abc_crawler/mpi/exchange.py", "MPI exchange buffers"),
+    ("abc_crawler/store/checkpoint.py", "checkpoint log"),
     ("abc_crawler/", "other crawler code"),
     ("/lxml/", "lxml"),
     ("/pycurl", "pycurl"),

@@ -70,7 +70,7 @@ def load_pages(web: Path, limit: int | None, seed: int = 1) -> list[tuple[str, s
 
 
 def responses(pages):
-    from abc_crawler.fetcher import Response
+    from abc_crawler.net.fetcher import Response
 
     out = []
     for url, ctype, body in pages:
@@ -92,8 +92,8 @@ class _OneRank:
 def _crawler(resolve: list[str], tmp: str, warc: bool, batch: int = 64):
     from abc_crawler.config import CrawlConfig
     from abc_crawler.crawl import RankCrawler, StopFlag
-    from abc_crawler.ownership import HashAssignment
-    from abc_crawler.scope import Scope
+    from abc_crawler.web.ownership import HashAssignment
+    from abc_crawler.web.scope import Scope
 
     # a contact: since issue 34 a configuration without a resolve list must name one (none is contacted here)
     cfg = CrawlConfig.build({"seeds": "seeds.txt", "warc": warc, "warc_batch": batch,
@@ -103,10 +103,10 @@ def _crawler(resolve: list[str], tmp: str, warc: bool, batch: int = 64):
 
 def measure(variant: str, pages, resolve: list[str]) -> float:
     """CPU seconds of one variant over all pages."""
-    from abc_crawler.parser import extract_links
-    from abc_crawler.scope import Scope
-    from abc_crawler.urls import fingerprint
-    from abc_crawler.warc import RankWarc
+    from abc_crawler.web.parser import extract_links
+    from abc_crawler.web.scope import Scope
+    from abc_crawler.web.urls import fingerprint
+    from abc_crawler.store.warc import RankWarc
 
     tmp = tempfile.mkdtemp(prefix="abc-pagecost-")
     try:

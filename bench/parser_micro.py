@@ -1,4 +1,4 @@
-"""S3: CPU per page of link extraction, the previous ``abc_crawler/parser.py`` against the current one.
+"""S3: CPU per page of link extraction, the previous ``abc_crawler/web/parser.py`` against the current one.
 
     .venv/bin/python bench/parser_micro.py [--baseline REV] [--pages 300] [--rounds 7]
                                            [--out bench/results/parser_micro.json]
@@ -78,11 +78,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
 
-    import abc_crawler.parser as new
+    import abc_crawler.web.parser as new
     from lxml import etree
 
-    old = load_baseline(a.baseline, "abc_crawler/parser.py", "abc_crawler._parser_baseline")
-    print(describe_header(f"Parser micro-benchmark: {a.baseline}:abc_crawler/parser.py vs working tree"))
+    old = load_baseline(a.baseline, "abc_crawler/web/parser.py", "abc_crawler._parser_baseline")
+    print(describe_header(f"Parser micro-benchmark: {a.baseline}:abc_crawler/web/parser.py vs working tree"))
     sets = {}
     cf = corpus_files(a.pages)
     if cf:

@@ -67,7 +67,7 @@ def corpus_copy(out: Path, port: int = PORT) -> Path:
 def changed_files(web: Path, session: Path, fraction: float, seed: int) -> dict[Path, bytes]:
     """Pick ``fraction`` of the HTML pages session 1 stored as graph nodes; append a comment to each
     file. Returns path -> original bytes (to put back)."""
-    from abc_crawler.session import load_graph
+    from abc_crawler.store.session import load_graph
 
     g = load_graph(session)
     urls = sorted(g.urls[i] for i in g.node_url.tolist())

@@ -150,7 +150,7 @@ def report(s2: Path, s1: Path) -> str:
 def stored_pages(session: Path) -> tuple[dict[str, int], dict]:
     """The URLs a session requested and stored (``graph.npz``: ``url_rank >= 0``) with the rank that
     requested each, and its stats.json."""
-    from abc_crawler.session import load_graph
+    from abc_crawler.store.session import load_graph
 
     g = load_graph(session)
     ranks = g.url_rank.tolist()

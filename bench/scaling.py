@@ -124,8 +124,8 @@ def pending_hosts(session: Path) -> dict:
     """Known but unfetched URLs at the end, by host: how thin the frontier had become."""
     from collections import Counter
 
-    from abc_crawler.session import load_graph
-    from abc_crawler.urls import host_of
+    from abc_crawler.store.session import load_graph
+    from abc_crawler.web.urls import host_of
 
     g = load_graph(session)
     pend = Counter(host_of(u) for u, r in zip(g.urls, g.url_rank.tolist()) if u and r < 0)

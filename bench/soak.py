@@ -79,7 +79,7 @@ def host_windows(session: Path, minutes: float = 5.0) -> list[dict]:
     from collections import Counter, defaultdict
     from urllib.parse import urlsplit
 
-    from abc_crawler.cdxj import read_index
+    from abc_crawler.store.cdxj import read_index
 
     times: list[tuple[float, str]] = []
     for f in sorted((session / "warc").glob("*.cdxj")):

@@ -14,9 +14,9 @@ round), each in its own process on the same nginx:
                  16 over it (abc's Bucket: L = 16, 32 hosts in flight), body
                  collected with a write callback into a list and joined, as
                  abc's fetcher does; no parsing. The ceiling of the stack.
-``fetch+parse``  + ``abc_crawler.parser.extract_links`` on every 200
+``fetch+parse``  + ``abc_crawler.web.parser.extract_links`` on every 200
                  ``text/html`` body (lxml, the crawler's own function).
-``loop``         + ``abc_crawler.urls.canonicalize(href, base)`` of every link
+``loop``         + ``abc_crawler.web.urls.canonicalize(href, base)`` of every link
                  and of every redirect's Location, the scope test on the host
                  and the 64-bit fingerprint: the per-page work of the crawler
                  without frontier, Bucket, URL-seen set, MPI, WARC or session
@@ -52,7 +52,7 @@ import harness  # noqa: E402
 import nginx  # noqa: E402
 from harness import BIN, medians, rotated, run_abc, run_measured, write_result  # noqa: E402
 
-from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of  # noqa: E402  (once, not per page)
+from abc_crawler.web.urls import UrlError, canonicalize, fingerprint, host_of  # noqa: E402  (once, not per page)
 
 MODES = ("fetch", "fetch+parse", "loop", "loop+cache")
 
@@ -116,8 +116,8 @@ def stack_loop(urls: list[str], resolve: list[str], mode: str, handles: int = 32
     """Fetch every URL (and parse / canonicalize, by ``mode``); counts and in-loop CPU/wall seconds."""
     import pycurl
 
-    from abc_crawler.parser import extract_links
-    from abc_crawler.scope import Scope
+    from abc_crawler.web.parser import extract_links
+    from abc_crawler.web.scope import Scope
     scope = Scope.from_lines(resolve)
     parse = mode in ("fetch+parse", "loop", "loop+cache")
     canon = mode in ("loop", "loop+cache")
@@ -235,7 +235,7 @@ def stack_loop(urls: list[str], resolve: list[str], mode: str, handles: int = 32
 def requested_urls(session: Path) -> list[str]:
     import numpy as np
 
-    from abc_crawler.session import load_graph
+    from abc_crawler.store.session import load_graph
 
     g = load_graph(session)
     order = np.flatnonzero(g.url_rank >= 0)

@@ -1,4 +1,4 @@
-"""S2: CPU per WARC record, the previous ``abc_crawler/warc.py`` against the current one.
+"""S2: CPU per WARC record, the previous ``abc_crawler/store/warc.py`` against the current one.
 
     .venv/bin/python bench/warc_micro.py [--baseline REV] [--records 400] [--rounds 11]
                                          [--out bench/results/warc_micro.json]
@@ -10,7 +10,7 @@ and run with each gzip backend it has: ``new-zlib`` (stdlib, always) and
 ``new-isal`` (when the ``isal`` package is installed; the writer's default
 then).
 
-Records (``RankWarc.write`` of a :class:`abc_crawler.fetcher.Response` with
+Records (``RankWarc.write`` of a :class:`abc_crawler.net.fetcher.Response` with
 the fetcher's request headers and nginx-like response headers):
 
 ``corpus``     HTML files of 5-30 KB from the Debian documentation trees of
@@ -50,7 +50,7 @@ from harness import describe_header, rotated, software_versions, write_result  #
 DEFAULT_BASELINE = "ea428f4"
 
 
-def load_baseline(rev: str, path: str = "abc_crawler/warc.py", name: str = "abc_crawler._warc_baseline"):
+def load_baseline(rev: str, path: str = "abc_crawler/store/warc.py", name: str = "abc_crawler._warc_baseline"):
     """The module ``path`` as it was at git revision ``rev`` (relative imports resolve in abc_crawler)."""
     src = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     import abc_crawler
@@ -93,7 +93,7 @@ def synthetic_files(n: int) -> list[Path]:
 
 
 def responses(files: list[Path]):
-    from abc_crawler.fetcher import Response
+    from abc_crawler.net.fetcher import Response
 
     out = []
     bodies = [f.read_bytes() for f in files]
@@ -174,9 +174,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
 
-    import abc_crawler.warc as new
+    import abc_crawler.store.warc as new
     old = load_baseline(a.baseline)
-    print(describe_header(f"WARC writer micro-benchmark: {a.baseline}:abc_crawler/warc.py vs working tree",
+    print(describe_header(f"WARC writer micro-benchmark: {a.baseline}:abc_crawler/store/warc.py vs working tree",
                           extra_versions=("isal",)))
     sets = {}
     cf = corpus_files(a.records, 5_000, 30_000)

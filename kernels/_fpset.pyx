@@ -15,7 +15,7 @@ appended to a change list once (flag bit 4 marks it listed until the next
 with their current flags (for an append-only checkpoint log) and clears it;
 ``merge(keys, flags)`` ORs such records back in.
 
-The pure-Python reference is ``abc_crawler.seen.PyFPSet``.
+The pure-Python reference is ``abc_crawler.sched.seen.PyFPSet``.
 """
 import mmap
 

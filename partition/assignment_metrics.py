@@ -8,7 +8,7 @@ graph to ranks. It serves both purposes:
   the previous session's pages), or from the hash baselines;
 * **measured** — ``owners = url_rank`` for the URLs the session requested and
   the session's own owner function for link targets it never requested (see
-  :func:`abc_crawler.assignments.owners_for_assignment`); the result
+  :func:`abc_crawler.web.assignments.owners_for_assignment`); the result
   must then equal the exchange counters of that session.
 
 Definitions (``own`` = owners, ``R`` = requested URLs, links = distinct
@@ -37,7 +37,7 @@ what the graph alone forces on them.
 Examples
 --------
 >>> import numpy as np
->>> from abc_crawler.session import SessionGraph
+>>> from abc_crawler.store.session import SessionGraph
 >>> g = SessionGraph.from_urls(["http://a.test/", "http://b.test/", "http://c.test/"], ranks=2)
 >>> g.url_rank[:2] = [0, 1]; g.url_bytes[:2] = [10, 30]
 >>> g.link_src = np.array([0, 0], np.int32); g.link_dst = np.array([1, 2], np.int32)
@@ -49,11 +49,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import imbalance_pct, url_wire_cost
-from ..session import SessionGraph
+from ..graph.metrics import imbalance_pct, url_wire_cost
+from ..store.session import SessionGraph
 from ._np import uniq
 from .models import distinct_links, url_lengths
-from ..ownership import owners_array
+from ..web.ownership import owners_array
 
 __all__ = ["predict", "exchange_lower_bounds", "METRIC_KEYS"]
 
@@ -73,7 +73,7 @@ def predict(graph: SessionGraph, owners, K: int | None = None, *, url_len: np.nd
     owners : array_like of int, shape (U,), or callable
         Rank of every URL-table entry, or a function ``owners(url) -> rank``
         evaluated on every URL (see
-        :func:`abc_crawler.ownership.owners_array`). Entries of URLs
+        :func:`abc_crawler.web.ownership.owners_array`). Entries of URLs
         that are neither requested nor link targets are not read.
     K : int, optional
         Number of ranks (default ``graph.ranks``). Every owner read must lie
@@ -145,7 +145,7 @@ def exchange_lower_bounds(owners, links: tuple[np.ndarray, np.ndarray], url_len:
     A rank sends each remote URL to its owner at most once per session (its
     URL-seen set remembers what it sent), as one line: so the URLs that must
     cross are the distinct pairs (own(u), v) over links (u, v) with
-    own(v) ≠ own(u), each costing :func:`~abc_crawler.metrics.url_wire_cost`
+    own(v) ≠ own(u), each costing :func:`~abc_crawler.graph.metrics.url_wire_cost`
     of v. The crawl may send more (a redirect-hop count ``\\tN`` after a URL
     first found as a redirect target) and spreads them over supersteps.
 

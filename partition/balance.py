@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import imbalance_pct
+from ..graph.metrics import imbalance_pct
 from ._np import uniq
 
 __all__ = ["part_weights", "rebalance", "refine", "is_balanced"]

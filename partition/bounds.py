@@ -34,7 +34,7 @@ many small, loosely attached pieces).
 Examples
 --------
 >>> import numpy as np
->>> from abc_crawler.session import SessionGraph
+>>> from abc_crawler.store.session import SessionGraph
 >>> urls = ["http://a.test/hub"] + [f"http://a.test/{i}" for i in range(5)]
 >>> g = SessionGraph.from_urls(urls, ranks=2)
 >>> g.url_rank[:] = 0; g.url_bytes[:] = 10
@@ -53,11 +53,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..metrics import url_wire_cost
-from ..session import SessionGraph, load_graph
+from ..graph.metrics import url_wire_cost
+from ..store.session import SessionGraph, load_graph
 from .assignment_metrics import predict
 from .models import distinct_links, site_graph, url_lengths
-from ..ownership import owners_hash, url_hosts
+from ..web.ownership import owners_hash, url_hosts
 
 __all__ = ["caps", "hub_lower_bound", "hub_lower_bound_reference", "forced_splits", "volume_breakdown",
            "site_level_cut", "analyse", "main"]

@@ -38,12 +38,12 @@ import sys
 import warnings
 from pathlib import Path
 
-from ..session import SessionGraph, load_graph, read_json
+from ..store.session import SessionGraph, load_graph, read_json
 from .assignment_metrics import predict
 from .metis import MetisWarning
 from .models import MODELS, build_model, distinct_links, page_graph, page_hypergraph, url_lengths
-from ..assignments import owners_for_assignment
-from ..ownership import owners_hash, owners_site_hash, url_hosts
+from ..web.assignments import owners_for_assignment
+from ..web.ownership import owners_hash, owners_site_hash, url_hosts
 from .partvec import PARTVEC_FILE, load_partvec, remap, save_partvec
 from .repartition import BadInput, run_model
 

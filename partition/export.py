@@ -27,7 +27,7 @@ import os
 
 import numpy as np
 
-from ..session import atomic_write_bytes
+from ..store.session import atomic_write_bytes
 from .hypergraph import hp_weights
 from .metis import WEIGHT_LIMIT, scale_weights
 

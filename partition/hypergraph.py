@@ -167,7 +167,7 @@ def partition_hypergraph(hg, K: int, imbalance: float = 0.05, seed: int | None =
     ValueError
         Bad K, imbalance or weight.
     """
-    from ..metrics import imbalance_pct
+    from ..graph.metrics import imbalance_pct
     from .balance import part_weights, rebalance
 
     n = hg.n_vertices

@@ -512,7 +512,7 @@ def partition_graph(g, K: int, imbalance: float = 0.05, seed: int | None = None,
     -------
     GraphPartition
     """
-    from ..metrics import imbalance_pct
+    from ..graph.metrics import imbalance_pct
     from .balance import is_balanced, part_weights, rebalance, refine
 
     t0 = time.perf_counter()

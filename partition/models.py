@@ -1,6 +1,6 @@
 """Türk's page/site graph and hypergraph models of a session (thesis ch. 4–5).
 
-All four models are built from one :class:`~abc_crawler.session.SessionGraph`
+All four models are built from one :class:`~abc_crawler.store.session.SessionGraph`
 and are held in CSR form, ready for METIS (:mod:`.metis`) and Mt-KaHyPar
 (:mod:`.hypergraph`).
 
@@ -39,7 +39,7 @@ so a vertex partition maps back onto URLs.
 Examples
 --------
 >>> import numpy as np
->>> from abc_crawler.session import SessionGraph
+>>> from abc_crawler.store.session import SessionGraph
 >>> g = SessionGraph.from_urls(["http://a.test/", "http://a.test/x", "http://b.test/"], ranks=1)
 >>> g.url_rank[:] = 0; g.url_bytes[:] = [100, 200, 300]
 >>> g.link_src = np.array([0, 1, 0], np.int32); g.link_dst = np.array([1, 0, 2], np.int32)
@@ -53,10 +53,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..metrics import url_wire_cost
-from ..session import SessionGraph
+from ..graph.metrics import url_wire_cost
+from ..store.session import SessionGraph
 from ._np import uniq, uniq_inverse
-from ..ownership import url_hosts
+from ..web.ownership import url_hosts
 
 __all__ = [
     "WeightedGraph",
@@ -291,7 +291,7 @@ def site_graph(graph: SessionGraph, url_len: np.ndarray | None = None, hosts=Non
     url_len : numpy.ndarray, optional
         Precomputed :func:`url_lengths`.
     hosts : tuple, optional
-        Precomputed :func:`abc_crawler.ownership.url_hosts`.
+        Precomputed :func:`abc_crawler.web.ownership.url_hosts`.
 
     Returns
     -------

@@ -20,7 +20,7 @@ key               dtype, shape    meaning
 ``url_rank``      int16 [N]       rank of ``url_fp[i]``
 ``url_bytes``     int64 [N]       body bytes of the URL in the source session (for remapping)
 ``url_blob``,     uint8 [B],      the URLs in ``url_fp`` order, UTF-8, packed with
-``url_off``       int64 [N+1]     :func:`abc_crawler.session.pack_strings`
+``url_off``       int64 [N+1]     :func:`abc_crawler.store.session.pack_strings`
 ``host_fp``       uint64 [H]      ``fingerprint(host)``, **sorted ascending**, distinct
 ``host_rank``     int16 [H]       rank holding most of that host's assigned pages (ties: lowest rank)
 ``host_blob``,    uint8, int64    the host names in ``host_fp`` order
@@ -35,7 +35,7 @@ The N URLs are the pages the source session requested (the vertices of the
 models; for site models every requested page of a host carries its host's
 rank).
 
-Owner rule (:func:`abc_crawler.ownership.partvec_owner`), :meth:`PartVec.owner`
+Owner rule (:func:`abc_crawler.web.ownership.partvec_owner`), :meth:`PartVec.owner`
     1. the URL's fingerprint is in ``url_fp`` → its ``url_rank``;
     2. else its host's fingerprint is in ``host_fp`` → that ``host_rank``;
     3. else ``fp % n_buckets % K`` (the ``hash`` assignment).
@@ -46,7 +46,7 @@ same owner. A crawler must use the vector with exactly ``parts`` ranks (use
 Examples
 --------
 >>> import numpy as np
->>> from abc_crawler.session import SessionGraph
+>>> from abc_crawler.store.session import SessionGraph
 >>> g = SessionGraph.from_urls(["http://a.test/", "http://a.test/x", "http://b.test/"], ranks=2)
 >>> g.url_rank[:] = 0
 >>> pv = make_partvec(g, np.array([1, 1, 0]), K=2, model="page-gp")
@@ -64,10 +64,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..session import SessionGraph, atomic_write_bytes, pack_strings, unpack_strings
-from ..urls import fingerprint, host_of
+from ..store.session import SessionGraph, atomic_write_bytes, pack_strings, unpack_strings
+from ..web.urls import fingerprint, host_of
 from ._np import uniq_index, uniq_inverse
-from ..ownership import N_BUCKETS, partvec_owner, partvec_owners, url_hosts
+from ..web.ownership import N_BUCKETS, partvec_owner, partvec_owners, url_hosts
 
 __all__ = ["PARTVEC_FORMAT", "PARTVEC_FILE", "PartVec", "make_partvec", "save_partvec",
            "load_partvec", "remap"]
@@ -166,11 +166,11 @@ class PartVec:
         return _lookup(self.host_fp, self.host_rank_, np.asarray(hfps, dtype=np.uint64))
 
     def owner(self, url: str, fp: int | None = None) -> int:
-        """Owner of a canonical URL under this vector (:func:`abc_crawler.ownership.partvec_owner`)."""
+        """Owner of a canonical URL under this vector (:func:`abc_crawler.web.ownership.partvec_owner`)."""
         return partvec_owner(self, url, fp)
 
     def owners_of_graph(self, graph: SessionGraph, hosts=None) -> np.ndarray:
-        """Owner of every URL-table entry of ``graph`` (:func:`abc_crawler.ownership.partvec_owners`)."""
+        """Owner of every URL-table entry of ``graph`` (:func:`abc_crawler.web.ownership.partvec_owners`)."""
         return partvec_owners(self, graph, hosts)
 
 
@@ -216,7 +216,7 @@ def make_partvec(graph: SessionGraph, url_part, K: int, model: str, imbalance: f
     n_buckets : int, optional
     source : str, optional
     hosts : tuple, optional
-        Precomputed :func:`~abc_crawler.ownership.url_hosts`.
+        Precomputed :func:`~abc_crawler.web.ownership.url_hosts`.
 
     Returns
     -------

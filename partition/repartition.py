@@ -13,9 +13,9 @@ import time
 
 import numpy as np
 
-from ..session import SessionGraph
+from ..store.session import SessionGraph
 from .models import MODELS, build_model, page_graph, site_graph, url_lengths
-from ..ownership import url_hosts
+from ..web.ownership import url_hosts
 from .partvec import make_partvec
 
 __all__ = ["run_model", "BadInput"]
@@ -57,7 +57,7 @@ def run_model(graph: SessionGraph, model: str, K: int, *, imbalance: float = 0.0
     ncuts : int, optional
         Graph models: ``METIS_OPTION_NCUTS`` of every run (default 4).
     url_len, hosts : optional
-        Precomputed :func:`.models.url_lengths` / :func:`abc_crawler.ownership.url_hosts`.
+        Precomputed :func:`.models.url_lengths` / :func:`abc_crawler.web.ownership.url_hosts`.
 
     Returns
     -------

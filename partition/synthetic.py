@@ -1,6 +1,6 @@
 """Synthetic web-like session graphs, for tests and partitioning benchmarks.
 
-:func:`synthetic_graph` makes a :class:`~abc_crawler.session.SessionGraph`
+:func:`synthetic_graph` makes a :class:`~abc_crawler.store.session.SessionGraph`
 that looks like a crawl of a small web: hosts with Zipf-distributed sizes,
 mostly intra-host links, power-law in-degrees (targets drawn with a strong
 bias to each host's first pages), lognormal page sizes, a few error pages and
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..session import SessionGraph, save_graph
+from ..store.session import SessionGraph, save_graph
 from ._np import uniq
-from ..ownership import hash_rank
+from ..web.ownership import hash_rank
 
 __all__ = ["synthetic_graph", "write_synthetic_session", "bench", "main"]
 
@@ -171,7 +171,7 @@ def bench(graph: SessionGraph, K: int = 8, models=("page-gp", "site-gp", "page-h
     """
     from .assignment_metrics import predict
     from .models import distinct_links, url_lengths
-    from ..ownership import owners_hash, owners_site_hash, url_hosts
+    from ..web.ownership import owners_hash, owners_site_hash, url_hosts
     from .repartition import run_model
 
     ul, links, hosts = url_lengths(graph), distinct_links(graph), url_hosts(graph)

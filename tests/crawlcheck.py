@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from abc_crawler.assignments import make_assignment
-from abc_crawler.session import SessionGraph, load_graph
-from abc_crawler.urls import host_of
+from abc_crawler.web.assignments import make_assignment
+from abc_crawler.store.session import SessionGraph, load_graph
+from abc_crawler.web.urls import host_of
 from logcheck import row_url
 from ownership_ref import owner_function
 
@@ -154,7 +154,7 @@ def check_outlinks(g, warc: dict, cfg: dict) -> None:
     has from its URL, kind by kind (L navigation, E embed, R redirect or refresh), each once; an answer
     with links in the graph and no metadata record is one the session stood for by a 304 (--previous)
     or a session written without outlinks."""
-    from abc_crawler.parser import EMBED, NAV, REDIRECT, REFRESH
+    from abc_crawler.web.parser import EMBED, NAV, REDIRECT, REFRESH
 
     letter = {NAV: "L", EMBED: "E", REDIRECT: "R", REFRESH: "R"}
     graph: dict[str, set] = defaultdict(set)
@@ -205,7 +205,7 @@ def cdxj_indexer(path: Path) -> list[str]:
 
 def check_indexes(session: Path) -> int:
     """Every WARC file of a session has its CDXJ index, equal to cdxj-indexer's; returns the number of files."""
-    from abc_crawler.cdxj import index_path, read_index
+    from abc_crawler.store.cdxj import index_path, read_index
 
     files = sorted((session / "warc").glob("*.warc.gz"))
     for f in files:
@@ -264,7 +264,7 @@ def derived_exchange(session: Path, owners=None, graph=None) -> dict:
     owner(v) ≠ r, the first superstep of r's pages linking v; each row counts those URLs.
 
     A URL's line is the URL and a newline, but it carries the redirects that led to it when there
-    were some (``abc_crawler/urlline.py``: ``URL\\tHOPS``, and ``\\tDEPTH`` under ``--max-depth``).
+    were some (``abc_crawler/web/urlline.py``: ``URL\\tHOPS``, and ``\\tDEPTH`` under ``--max-depth``).
     How many redirects a line carries is the sender's knowledge (its page may have been reached by a
     redirect, and by a plain link), not recorded in the session, so the bytes are bounded: at least
     the URLs' own lines, at most those plus the fields a redirect target (any target, under

@@ -1,6 +1,6 @@
 """An independent reference for link extraction (issue 33): the standard library's
 ``html.parser`` for HTML and ``tinycss2``'s tokenizer for CSS, written from the rules of
-docs (README "Page requisites"), not from abc_crawler/parser.py.
+docs (README "Page requisites"), not from abc_crawler/web/parser.py.
 
 ``reference(body)`` -> ``{"links", "nofollow", "embeds", "related", "refresh", "base"}``.
 """

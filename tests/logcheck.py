@@ -67,7 +67,7 @@ def failed_attempts(rows: list[dict], port: int) -> set[int]:
 
 
 class SlotGrid:
-    """The phase slots of one run, as the docs define them (abc_crawler/phases.py's docstring,
+    """The phase slots of one run, as the docs define them (abc_crawler/sched/phases.py's docstring,
     "Warm-up"; docs/SESSION_FORMAT.md: ``phase_origin``, ``phases``, ``phase_warmup``,
     ``politeness.phase_seconds``), written here from that text: slots of ``phase_seconds`` counted
     from the epoch until ``origin``, where the slot containing it ends; from there ``n_phases``

@@ -1,4 +1,4 @@
-"""The address rule: which IP addresses a crawl may connect to (abc_crawler.addresses), and what
+"""The address rule: which IP addresses a crawl may connect to (abc_crawler.net.addresses), and what
 the fetcher can judge from a URL alone (fetcher.name_refusal)."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import ipaddress
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler import addresses
-from abc_crawler.addresses import REFUSED_V4, REFUSED_V6, AddressPolicy, refusal
-from abc_crawler.fetcher import name_refusal
-from abc_crawler.urls import canonicalize
+from abc_crawler.net import addresses
+from abc_crawler.net.addresses import REFUSED_V4, REFUSED_V6, AddressPolicy, refusal
+from abc_crawler.net.fetcher import name_refusal
+from abc_crawler.web.urls import canonicalize
 
 
 def test_doctests():

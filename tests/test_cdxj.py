@@ -7,9 +7,10 @@ import subprocess
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from abc_crawler.cdxj import index_lines, index_path, read_index, write_index
-from abc_crawler.fetcher import Response
-from abc_crawler.warc import PROFILE_NOT_MODIFIED, RankWarc, parse_warc_name, warcinfo_fields
+from abc_crawler.store.cdxj import index_lines, index_path, read_index, write_index
+from abc_crawler.net.fetcher import Response
+from abc_crawler.store.warc import PROFILE_NOT_MODIFIED, RankWarc, warcinfo_fields
+from abc_crawler.store.warcnames import parse_warc_name
 
 from crawlcheck import BIN, cdxj_indexer
 
@@ -166,7 +167,7 @@ def test_index_lines_of_an_empty_file(tmp_path, max_bytes):
 
 from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
-from abc_crawler.cdxj import _PLAIN_URL, surt_key, surt_slow  # noqa: E402
+from abc_crawler.store.cdxj import _PLAIN_URL, surt_key, surt_slow  # noqa: E402
 
 _label = st.text("abcwxyz019-", min_size=1, max_size=6).filter(lambda s: not s.startswith("-"))
 _seg = st.text("aBcXy09._~-/", min_size=0, max_size=8)

@@ -340,7 +340,7 @@ def test_the_slot_grid_is_the_documented_one(length, n, warmup, origin):
     a boundary between two times in one iff in the other, so a failed attempt is never excused or
     blamed by a grid the tests got wrong (the last two: a session without warm-up, as the phased
     crawl above runs: its 0.3 s slots cannot be halved under its 0.25 s rest)."""
-    from abc_crawler.phases import PhaseClock
+    from abc_crawler.sched.phases import PhaseClock
     from logcheck import SlotGrid
 
     grid = SlotGrid(length, n, warmup, origin, slack=0.0)
@@ -417,7 +417,7 @@ def test_control_one_rank_twice_at_once_and_a_rest_shorter_than_the_adaptive_del
 def test_control_an_internal_error_on_one_page_fails_the_session(web, polite, tmp_path):
     session, rows = polite
     s, _ = _copy(session, tmp_path)
-    from abc_crawler.session import load_graph, save_graph
+    from abc_crawler.store.session import load_graph, save_graph
     g = load_graph(s)
     g.kinds = list(g.kinds) + ["internal_ValueError"]
     victim = int(np.flatnonzero((g.url_status == 404) & (g.url_rank >= 0))[0])
@@ -436,7 +436,7 @@ def test_outlink_check_rejects_a_metadata_record_that_is_not_the_graphs_links():
     """crawlcheck.check_outlinks: a page's WARC outlinks must be its graph.npz links kind by kind."""
     import numpy as np
 
-    from abc_crawler.session import SessionGraph
+    from abc_crawler.store.session import SessionGraph
     from crawlcheck import check_outlinks
 
     a, b, c = "http://a.test/", "http://a.test/b", "http://a.test/c.css"

@@ -15,7 +15,7 @@ from abc_crawler import __version__
 from abc_crawler.cli import build_parser
 from abc_crawler.config import GROUPS, HIDDEN, SETTINGS, CrawlConfig, read_config_file
 from abc_crawler.exceptions import ConfigError, SeedError
-from abc_crawler.scope import Scope, ScopeRules, UrlFilter, read_seeds
+from abc_crawler.web.scope import Scope, ScopeRules, UrlFilter, read_seeds
 from abc_crawler.units import parse_duration, parse_size
 from crawlcheck import BIN, crawl_cli, generate, serve
 

@@ -10,8 +10,8 @@ import pytest
 
 from crawlcheck import generate, read_log
 
-from abc_crawler.fetcher import Fetcher
-from abc_crawler.scope import Scope
+from abc_crawler.net.fetcher import Fetcher
+from abc_crawler.web.scope import Scope
 from abc_crawler.testweb.responses import not_modified
 from abc_crawler.testweb.server import TestWebServer
 

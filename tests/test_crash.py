@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from abc_crawler import crash
+from abc_crawler.store import crash
 from abc_crawler.crawl.loop import RAMP_FIRST_STEP, step_seconds
-from abc_crawler.limits import retry_delay
+from abc_crawler.sched.limits import retry_delay
 from crawlcheck import LAB, MPIEXEC, check_session, crawl_cli, generate, serve
 
 BIN = Path(sys.executable).parent
@@ -39,7 +39,7 @@ def test_backoffs_stay_finite_for_any_attempt_count():
 
 
 def test_per_superstep_counters_are_compact_arrays():
-    from abc_crawler.coordinator import Coordinator, SuperstepReport, encode_report
+    from abc_crawler.graph.coordinator import Coordinator, SuperstepReport, encode_report
 
     co = Coordinator(ranks=3)
     for step in range(2000):

@@ -92,7 +92,7 @@ def test_site_hash_assignment(web, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     facts = check_session(d, session, srv.rows(mark))
     g = facts["metrics"]["graph"]
-    from abc_crawler.urls import host_of
+    from abc_crawler.web.urls import host_of
     by_host = {}
     for i in range(len(g.urls)):
         if g.url_rank[i] >= 0:
@@ -124,7 +124,7 @@ def test_without_robots_the_log_shows_disallowed_fetches(web, tmp_path):
     r = crawl_cli(2, d, session, "--no-robots")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = srv.rows(mark)
-    from abc_crawler.session import load_graph
+    from abc_crawler.store.session import load_graph
     g = load_graph(session)
     requested = {g.urls[i] for i in range(len(g.urls)) if g.url_rank[i] >= 0}
     assert requested & set(manifest["expected"]["disallowed"])

@@ -1,5 +1,5 @@
 """The crawl log (issue 34): each rank's ``logs/crawl/rank-NNNNN.log`` in Heritrix's crawl.log format
-(abc_crawler/crawllog.py, docs/SESSION_FORMAT.md), checked against what the server saw (its access
+(abc_crawler/store/crawllog.py, docs/SESSION_FORMAT.md), checked against what the server saw (its access
 log, rank by rank), against the WARC records, merged by ``abc-report --crawl-log``, and after a
 kill -9 and a resume."""
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from abc_crawler.checkpoint import checkpoint_steps, load_checkpoint
-from abc_crawler.crawllog import CrawlLog, format_line, log_path, merge, status_code
+from abc_crawler.store.checkpoint import checkpoint_steps, load_checkpoint
+from abc_crawler.store.crawllog import CrawlLog, format_line, log_path, merge, status_code
 from crawlcheck import LAB, MPIEXEC, crawl_cli, generate, rank_pids, serve
 from logcheck import row_url
 from warccheck import members, read_session_warc, split_record

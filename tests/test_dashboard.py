@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler import crash
-from abc_crawler.coordinator import Coordinator, SuperstepReport, encode_report
+from abc_crawler.store import crash
+from abc_crawler.graph.coordinator import Coordinator, SuperstepReport, encode_report
 from abc_crawler.crawl import STATUS_FIELDS
 from abc_crawler.dashboard.page import Page
 from abc_crawler.dashboard.publisher import Dashboard

@@ -223,7 +223,7 @@ def test_dashboard_in_chromium_during_a_4_rank_crawl(browser, tmp_path):
     check_session(web, session, complete=False)
     out = "".join(lines)
     assert "Traceback" not in out, out[-3000:]
-    # the summary's last line says how the crawl ended (abc_crawler/stopping.py)
+    # the summary's last line says how the crawl ended (abc_crawler/sched/stopping.py)
     assert re.search(r"^abc-crawl: stopped by a signal with [\d,]+ URLs queued", out, re.M), out[-3000:]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler.fetcher import Fetcher, Response
+from abc_crawler.net.fetcher import Fetcher, Response
 
 
 def _reference(lines: list[bytes]) -> tuple[str, list[tuple[str, str]]]:
@@ -87,7 +87,7 @@ def test_raw_head_is_the_final_head_as_received():
 
 def test_counting_write_callback_aborts_at_the_cap():
     # the write callback used with a libcurl older than 8.4.0, which caps only by Content-Length
-    from abc_crawler.fetcher import _Transfer
+    from abc_crawler.net.fetcher import _Transfer
 
     t = _Transfer(curl=None)
     t.cap = 10

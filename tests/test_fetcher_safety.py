@@ -8,14 +8,14 @@ import time
 
 import pytest
 
-from abc_crawler.addresses import AddressPolicy
-from abc_crawler.fetcher import Fetcher
-from abc_crawler.proxies import ProxySettings
-from abc_crawler.scope import Scope
+from abc_crawler.net.addresses import AddressPolicy
+from abc_crawler.net.fetcher import Fetcher
+from abc_crawler.net.proxies import ProxySettings
+from abc_crawler.web.scope import Scope
 from abc_crawler.testweb.generator import generate_web
 from abc_crawler.testweb.proxy import ForwardProxy
 from abc_crawler.testweb.server import TestWebServer
-from abc_crawler.tls import load_ca_bundle
+from abc_crawler.net.tls import load_ca_bundle
 from crawlcheck import free_port, read_log
 from tlscerts import make_certs, openssl_missing
 
@@ -72,7 +72,7 @@ def test_ip_literals_and_localhost_are_refused_before_any_transfer(web):
     with TestWebServer(d, port=m["port"]) as srv:
         urls = [f"http://127.0.0.1:{m['port']}/", f"http://localhost:{m['port']}/", f"http://[::1]:{m['port']}/",
                 "http://169.254.169.254/latest/meta-data/", f"http://2130706433:{m['port']}/"]
-        from abc_crawler.urls import canonicalize
+        from abc_crawler.web.urls import canonicalize
         urls = [canonicalize(u) for u in urls]
         res = _fetch(_fetcher(Scope(), addresses=AddressPolicy()), urls)
         assert {u: r.error for u, r in res.items()} == {u: "address_refused" for u in urls}

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from abc_crawler.frontier import (COMPLETED, FETCHING, FREE, IN_LIST, IN_PROGRESS, QUEUING, STALLED, TIMEWAIT,
+from abc_crawler.sched.frontier import (COMPLETED, FETCHING, FREE, IN_LIST, IN_PROGRESS, QUEUING, STALLED, TIMEWAIT,
                                   Frontier)
 
 
@@ -162,7 +162,7 @@ def test_url_text_roundtrip_and_origins():
 
 
 def test_chunks_reclaimed_when_completed(monkeypatch):
-    import abc_crawler.urlstates as fr
+    import abc_crawler.sched.urlstates as fr
     f = make()
     n = 3 * fr.CHUNK // 1000 + 10          # paths of ~1000 bytes: more than 3 chunks
     for i in range(n):

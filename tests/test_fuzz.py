@@ -6,11 +6,11 @@ Inputs that once broke something are pinned with @example as regression tests.
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from abc_crawler.limits import trap_reason
-from abc_crawler.ownership import HashAssignment, SiteHashAssignment
-from abc_crawler.parser import extract_links
-from abc_crawler.robots import RobotsCache
-from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of
+from abc_crawler.sched.limits import trap_reason
+from abc_crawler.web.ownership import HashAssignment, SiteHashAssignment
+from abc_crawler.web.parser import extract_links
+from abc_crawler.net.robots import RobotsCache
+from abc_crawler.web.urls import UrlError, canonicalize, fingerprint, host_of
 
 FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 url_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=120)

@@ -30,9 +30,9 @@ import pytest
 from crawlcheck import BIN, crawl_cli, generate, serve, url_outcomes
 
 from abc_crawler.graph_cli import main as graph_main
-from abc_crawler.session import SessionGraph, load_graph, save_graph
-from abc_crawler.urls import UrlError, canonicalize
-from abc_crawler.webgraph import reverse_name
+from abc_crawler.store.session import SessionGraph, load_graph, save_graph
+from abc_crawler.web.urls import UrlError, canonicalize
+from abc_crawler.graph.webgraph import reverse_name
 
 nx = pytest.importorskip("networkx")
 pa = pytest.importorskip("pyarrow")
@@ -72,7 +72,7 @@ def export(session: Path, tmp: Path, level: str, fmt: str, *extra) -> Path:
 
 # -- the reference: the host graph from the WARC files ---------------------------------------------
 
-NAV, EMBED, REDIRECT, REFRESH = 0, 1, 2, 3       # the link kinds of graph.npz (abc_crawler.parser)
+NAV, EMBED, REDIRECT, REFRESH = 0, 1, 2, 3       # the link kinds of graph.npz (abc_crawler.web.parser)
 _EMBED_RELS = {"stylesheet", "icon", "shortcut", "apple-touch-icon", "preload", "modulepreload", "manifest"}
 _SRC_TAGS = {"img", "script", "iframe", "frame", "embed", "source", "video", "audio", "track"}
 
@@ -197,7 +197,7 @@ def warc_links(web: Path, session: Path) -> tuple[set[str], set[tuple[str, str, 
 def reference_host_graph(web: Path, session: Path, kinds=(NAV, EMBED, REDIRECT, REFRESH)):
     """(host names, {(host, host): distinct page links}) of the links of ``kinds``, from the WARC
     files and the seeds."""
-    from abc_crawler.webgraph import host_name
+    from abc_crawler.graph.webgraph import host_name
 
     urls, links = warc_links(web, session)
     seeds = [canonicalize(x) for x in (web / "seeds.txt").read_text().split()]
@@ -243,7 +243,7 @@ def nx_graph(names: list[str], edges) -> "nx.DiGraph":
 # -- unit tests --------------------------------------------------------------------------------------
 
 def test_reversed_names_as_common_crawl_writes_them():
-    from abc_crawler.webgraph import cc_host, host_name, registrable_domain, reverse_name
+    from abc_crawler.graph.webgraph import cc_host, host_name, registrable_domain, reverse_name
 
     def host_rev(url):
         return reverse_name(host_name(url))
@@ -280,7 +280,7 @@ def _tiny() -> SessionGraph:
 
 
 def test_levels_fold_hosts_and_domains_drop_self_loops():
-    from abc_crawler.webgraph import level_graph
+    from abc_crawler.graph.webgraph import level_graph
 
     g = _tiny()
     page = level_graph(g, "page")
@@ -302,7 +302,7 @@ def test_levels_fold_hosts_and_domains_drop_self_loops():
 
 
 def test_ranks_on_random_graphs_match_networkx():
-    from abc_crawler.graphrank import harmonic_centrality, harmonic_exact, harmonic_hyperball, pagerank
+    from abc_crawler.graph.graphrank import harmonic_centrality, harmonic_exact, harmonic_hyperball, pagerank
 
     rng = np.random.default_rng(5)
     for n, m in ((1, 0), (7, 12), (300, 900), (700, 1400)):
@@ -335,7 +335,7 @@ def test_ranks_on_random_graphs_match_networkx():
 # -- the crawled web -------------------------------------------------------------------------------
 
 def test_host_graph_equals_the_warc_reference(session, tmp_path):
-    from abc_crawler.webgraph import reverse_name
+    from abc_crawler.graph.webgraph import reverse_name
 
     web, s = session
     hosts, weight, by_kind = reference_host_graph(web, s)
@@ -420,7 +420,7 @@ def test_hyperball_harmonic_centrality_within_its_reported_error(session, tmp_pa
 
 
 def test_graphml_loads_in_networkx(session, tmp_path):
-    from abc_crawler.webgraph import level_graph
+    from abc_crawler.graph.webgraph import level_graph
 
     _, s = session
     g = load_graph(s)
@@ -442,7 +442,7 @@ def test_graphml_loads_in_networkx(session, tmp_path):
 
 
 def test_parquet_reads_back_with_the_same_vertices_and_edges(session, tmp_path):
-    from abc_crawler.webgraph import level_graph
+    from abc_crawler.graph.webgraph import level_graph
 
     _, s = session
     g = load_graph(s)
@@ -482,7 +482,7 @@ def test_parquet_reads_back_with_the_same_vertices_and_edges(session, tmp_path):
 
 
 def test_edgelist_and_cc_files_parse(session, tmp_path):
-    from abc_crawler.webgraph import level_graph
+    from abc_crawler.graph.webgraph import level_graph
 
     _, s = session
     g = load_graph(s)
@@ -584,8 +584,8 @@ def test_live_host_ranks_end_as_abc_graph_rank_says(session, tmp_path):
 def test_live_host_ranks_fold_links_as_they_come():
     """Links folded in two steps give the host graph and the ranks of the whole at once, exact and by
     HyperBall (the same seed gives the same estimate)."""
-    from abc_crawler.graphrank import harmonic_centrality
-    from abc_crawler.hostranks import LiveHostRanks
+    from abc_crawler.graph.graphrank import harmonic_centrality
+    from abc_crawler.graph.hostranks import LiveHostRanks
 
     rng = np.random.default_rng(5)
     urls = [f"http://h{rng.integers(0, 30)}.test/p{i}" for i in range(400)]

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from abc_crawler.partition.partvec import make_partvec, save_partvec
-from abc_crawler.phases import PhaseClock
-from abc_crawler.session import load_graph
-from abc_crawler.urls import host_of
+from abc_crawler.sched.phases import PhaseClock
+from abc_crawler.store.session import load_graph
+from abc_crawler.web.urls import host_of
 from crawlcheck import check_session, crawl_cli, generate, graph_crawled_by, host_overlaps, read_log, serve
 
 K = 4

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abc_crawler import stopping
+from abc_crawler.sched import stopping
 from abc_crawler.crawl import quotas as quotas_mod
 from abc_crawler.crawl.quotas import HostQuotas, grants
 from abc_crawler.partition.partvec import make_partvec, save_partvec
-from abc_crawler.session import load_graph
-from abc_crawler.urls import host_of
+from abc_crawler.store.session import load_graph
+from abc_crawler.web.urls import host_of
 from crawlcheck import check_session, crawl_cli, generate, graph_crawled_by, serve
 
 K = 4

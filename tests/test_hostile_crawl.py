@@ -63,7 +63,7 @@ def test_nothing_outside_scope_or_http_is_contacted(crawl):
 def test_each_hostile_case_ends_in_its_own_outcome(crawl):
     """Per URL, from the session's graph: each hostile URL ends as the generator says ABC ends it
     (a mode is not passed by an error kind that another mode raised)."""
-    from abc_crawler.session import load_graph
+    from abc_crawler.store.session import load_graph
 
     g = load_graph(crawl["session"])
     m = crawl["manifest"]
@@ -85,7 +85,7 @@ def test_each_hostile_case_ends_in_its_own_outcome(crawl):
 def test_control_swapped_outcomes_are_caught_though_every_counter_is_the_same(crawl):
     """The check above can fail, where the old one (some error kind of the mode counted anywhere)
     could not: swap the outcomes of two URLs of different modes; stats.json is unchanged."""
-    from abc_crawler.session import load_graph
+    from abc_crawler.store.session import load_graph
 
     m = crawl["manifest"]
     out = url_outcomes(load_graph(crawl["session"]))

@@ -525,8 +525,8 @@ def _fetch_all(f, urls, seconds=30.0):
 
 
 def test_fetcher_cuts_bodies_over_its_cap_and_reuses_the_handle_cleanly(hweb, hsrv):
-    from abc_crawler.fetcher import Fetcher
-    from abc_crawler.scope import Scope
+    from abc_crawler.net.fetcher import Fetcher
+    from abc_crawler.web.scope import Scope
 
     d, m = hweb
     f = Fetcher(scope=Scope.from_lines(m["resolve"]), user_agent="abc-crawler/test", timeout=20,

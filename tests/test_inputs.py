@@ -3,7 +3,7 @@ import pytest
 
 from abc_crawler.config import CrawlConfig
 from abc_crawler.exceptions import ConfigError, ResolveError, SeedError
-from abc_crawler.scope import Scope, read_seeds, url_endpoint
+from abc_crawler.web.scope import Scope, read_seeds, url_endpoint
 
 
 def test_defaults_and_cli_override(tmp_path):
@@ -51,8 +51,8 @@ def test_resolve_file(tmp_path):
 
 def test_scope_is_per_endpoint_not_per_name():
     """B1: a name listed for port 80 must not admit https:// (port 443): curl would resolve it itself."""
-    from abc_crawler.fetcher import Fetcher, ScopeViolation
-    from abc_crawler.urls import canonicalize
+    from abc_crawler.net.fetcher import Fetcher, ScopeViolation
+    from abc_crawler.web.urls import canonicalize
 
     s = Scope.from_lines(["cmake.org:80:127.0.0.1", "docs.test:8080:127.0.0.1"])
     assert s.allows_url(canonicalize("http://cmake.org/x"))

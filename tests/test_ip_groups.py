@@ -1,5 +1,5 @@
 """Hosts that share an IP address are one politeness group across every rank (issue 30,
-abc_crawler/ipgroups.py): the groups every rank agrees on, the transition of a host into a group
+abc_crawler/sched/ipgroups.py): the groups every rank agrees on, the transition of a host into a group
 checked against simultaneous holders, and crawls at 4 ranks checked by the server's own log —
 the address spacing between any hosts and ranks, and the adaptive delay after slow answers."""
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abc_crawler import ipgroups
+from abc_crawler.sched import ipgroups
 from abc_crawler.crawl.counters import RankCounters
 from abc_crawler.crawl.slots import SlotGate
-from abc_crawler.frontier import Frontier
-from abc_crawler.ipgroups import Groups
-from abc_crawler.phases import HolderTable, PhaseClock
+from abc_crawler.sched.frontier import Frontier
+from abc_crawler.sched.ipgroups import Groups
+from abc_crawler.sched.phases import HolderTable, PhaseClock
 from crawlcheck import check_session, crawl_cli, generate, serve
 from logcheck import check_ip_spacing, check_politeness
 

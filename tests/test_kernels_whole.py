@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from abc_crawler.coordinator import KernelWorker
+from abc_crawler.graph.coordinator import KernelWorker
 from abc_crawler.kernels import APSD, GraphStats, HyperBall, WholeSCC, graphs, scc_of_csr
 from abc_crawler.kernels._bfs import distance_histogram
 from abc_crawler.kernels._hyperball import node_hash_registers

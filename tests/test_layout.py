@@ -23,7 +23,7 @@ def test_no_runtime_module_is_over_600_lines():
 
 def test_the_bucket_count_is_defined_once():
     """The hash assignment's 4096 buckets are written as a number once: ``N_BUCKETS`` in
-    abc_crawler/ownership.py (every other 4096 in the code is about something else: no
+    abc_crawler/web/ownership.py (every other 4096 in the code is about something else: no
     "bucket" on its line)."""
     hits = []
     for p in RUNTIME + list((ROOT / "kernels").glob("*.py")):
@@ -33,7 +33,7 @@ def test_the_bucket_count_is_defined_once():
                 line = lines[node.lineno - 1]
                 if "bucket" in line.lower():
                     hits.append(f"{p.relative_to(ROOT)}:{node.lineno}: {line.strip()}")
-    assert len(hits) == 1 and hits[0].startswith("abc_crawler/ownership.py:") and "N_BUCKETS = 4096" in hits[0], hits
+    assert len(hits) == 1 and hits[0].startswith("abc_crawler/web/ownership.py:") and "N_BUCKETS = 4096" in hits[0], hits
 
 
 def _module_name(path: Path) -> str:
@@ -112,13 +112,13 @@ def test_every_package_is_installed():
 
 
 def test_the_owner_rules_do_not_import_the_partitioner():
-    """abc_crawler/ownership.py (the owner rules) is imported by partition/partvec.py (the vector's
+    """abc_crawler/web/ownership.py (the owner rules) is imported by partition/partvec.py (the vector's
     file); it must not import the partitioner back, not even lazily inside a function (issue 31:
-    the cycle). abc_crawler/assignments.py sits above both."""
+    the cycle). abc_crawler/web/assignments.py sits above both."""
     import ast
 
     root = Path(__file__).resolve().parents[1]
-    tree = ast.parse((root / "abc_crawler" / "ownership.py").read_text())
+    tree = ast.parse((root / "abc_crawler" / "web" / "ownership.py").read_text())
     imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     assert not [m for m in imported if "partition" in m or m.endswith("assignments")], imported

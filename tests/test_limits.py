@@ -5,7 +5,7 @@ import zlib
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler.limits import InflateError, inflate, retry_delay, trap_reason
+from abc_crawler.sched.limits import InflateError, inflate, retry_delay, trap_reason
 
 KW = dict(max_length=100, max_depth=5, max_repeats=2)
 

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from abc_crawler.config import CrawlConfig
 from abc_crawler.crawl.counters import RankCounters
 from abc_crawler.crawl.links import LinkClassifier
-from abc_crawler.ownership import HashAssignment
-from abc_crawler.scope import Scope, ScopeRules, UrlFilter
-from abc_crawler.urls import fingerprint
+from abc_crawler.web.ownership import HashAssignment
+from abc_crawler.web.scope import Scope, ScopeRules, UrlFilter
+from abc_crawler.web.urls import fingerprint
 
 SCOPE = Scope.from_lines(["a.test:80:127.0.0.1", "b.test:8080:127.0.0.1", "a.test:443:127.0.0.1"])
 CFG = CrawlConfig.build({"seeds": "seeds.txt", "contact": "https://example.org/bot"})

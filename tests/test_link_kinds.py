@@ -1,4 +1,4 @@
-"""Every kind of link (issue 33): abc_crawler/parser.py against an independent reference
+"""Every kind of link (issue 33): abc_crawler/web/parser.py against an independent reference
 (tests/linkref.py: html.parser and tinycss2's tokenizer) on hand-made, generated and real pages
 and style sheets; the HTTP Link and Refresh headers."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from abc_crawler.parser import css_links, extract_links, header_links, refresh_url, srcset_urls
+from abc_crawler.web.parser import css_links, extract_links, header_links, refresh_url, srcset_urls
 from linkref import css_refs, reference
 
 FIELDS = ("links", "nofollow", "embeds", "related", "refresh", "base", "meta_nofollow")

@@ -12,11 +12,13 @@ import shutil
 
 import pytest
 
-from abc_crawler import checkpoint, config, gather, session
-from abc_crawler.checkpoint import (agree_resume, checkpoint_problems, load_checkpoint, placement_hostfile,
+from abc_crawler.store import checkpoint, session
+from abc_crawler import config
+from abc_crawler.mpi import gather
+from abc_crawler.store.checkpoint import (agree_resume, checkpoint_problems, load_checkpoint, placement_hostfile,
                                     placement_problems, resume_inventory, save_checkpoint)
-from abc_crawler.gather import VerifyingWriter
-from abc_crawler.session import prepare_rank_dir, rank_files
+from abc_crawler.mpi.gather import VerifyingWriter
+from abc_crawler.store.session import prepare_rank_dir, rank_files
 from crawlcheck import LAB, MPIEXEC, BIN, generate, serve
 
 

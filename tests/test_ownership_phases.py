@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 
-from abc_crawler.ownership import HashAssignment, PartvecAssignment, SiteHashAssignment
+from abc_crawler.web.ownership import HashAssignment, PartvecAssignment, SiteHashAssignment
 from abc_crawler.partition.partvec import make_partvec
-from abc_crawler.session import SessionGraph
+from abc_crawler.store.session import SessionGraph
 from crawlcheck import check_session, crawl_cli, generate, serve
 
 URLS = ["http://a.test/1", "http://a.test/2", "http://b.test/1", "http://b.test/2", "http://c.test/"]

@@ -1,6 +1,6 @@
 """Link extraction (lxml) and robots.txt handling (RFC 9309 semantics)."""
-from abc_crawler.parser import extract_links
-from abc_crawler.robots import RobotsCache
+from abc_crawler.web.parser import extract_links
+from abc_crawler.net.robots import RobotsCache
 
 
 def test_links_nofollow_and_base():
@@ -70,7 +70,7 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
 from lxml import etree  # noqa: E402
 
-from abc_crawler.parser import ParsedPage, charset_of  # noqa: E402
+from abc_crawler.web.parser import ParsedPage, charset_of  # noqa: E402
 
 _OLD_PARSERS: dict = {}
 
@@ -201,7 +201,7 @@ def test_single_pass_equals_xpath_on_the_real_corpus():
 
 # -- robots.txt answers shared between ranks -------------------------------------------------
 
-from abc_crawler.robots import decode_shared, encode_shared  # noqa: E402
+from abc_crawler.net.robots import decode_shared, encode_shared  # noqa: E402
 
 
 @settings(max_examples=200, deadline=None)

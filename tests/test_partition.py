@@ -7,17 +7,17 @@ import sys
 import numpy as np
 import pytest
 
-from abc_crawler.session import SessionGraph
-from abc_crawler.urls import fingerprint, host_of
-from abc_crawler import ownership as owners
-from abc_crawler.assignments import owners_for_assignment
+from abc_crawler.store.session import SessionGraph
+from abc_crawler.web.urls import fingerprint, host_of
+from abc_crawler.web import ownership as owners
+from abc_crawler.web.assignments import owners_for_assignment
 from abc_crawler.partition import (assignment_metrics, balance, export, hypergraph, metis, models, partvec,
                                    synthetic)
-from abc_crawler.metrics import imbalance_pct
+from abc_crawler.graph.metrics import imbalance_pct
 from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.balance import part_weights, rebalance
 from abc_crawler.partition.models import page_graph, page_hypergraph, site_graph, site_hypergraph
-from abc_crawler.ownership import hash_rank, owners_hash, owners_site_hash
+from abc_crawler.web.ownership import hash_rank, owners_hash, owners_site_hash
 from abc_crawler.partition.partvec import load_partvec, make_partvec, remap, save_partvec
 
 

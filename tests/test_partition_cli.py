@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abc_crawler.session import atomic_write_json, load_graph
-from abc_crawler.urls import host_of
+from abc_crawler.store.session import atomic_write_json, load_graph
+from abc_crawler.web.urls import host_of
 from abc_crawler.partition import cli
 from abc_crawler.partition.partvec import load_partvec
 from abc_crawler.partition.synthetic import write_synthetic_session

@@ -14,8 +14,8 @@ import pytest
 from abc_crawler.partition import bounds, metis, synthetic
 from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.models import WeightedGraph, _undirected_csr, page_graph
-from abc_crawler.ownership import owners_hash
-from abc_crawler.session import SessionGraph
+from abc_crawler.web.ownership import owners_hash
+from abc_crawler.store.session import SessionGraph
 
 
 def graph_from_edges(n, edges, vwgt):

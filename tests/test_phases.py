@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abc_crawler.clock import SharedClock, estimate_offset
-from abc_crawler.frontier import Frontier, IN_LIST, QUEUING
-from abc_crawler.phases import HolderTable, PhaseClock, slot_bounds, slot_of, slot_weights, swrr_sequence
+from abc_crawler.mpi.clock import SharedClock, estimate_offset
+from abc_crawler.sched.frontier import Frontier, IN_LIST, QUEUING
+from abc_crawler.sched.phases import HolderTable, PhaseClock, slot_bounds, slot_of, slot_weights, swrr_sequence
 
 
 HOSTS = [f"h{i:03d}.test" for i in range(400)]
@@ -71,7 +71,7 @@ def test_holder_table_is_the_same_in_another_process():
     pages = {"a.test": {0: 2135, 3: 1}, "b.test": {1: 10, 2: 30, 3: 60}}
     table = HolderTable(4, 4, pages)
     mine = [[table.holder(h, s) for s in range(200)] for h in ("a.test", "b.test", "c.test")]
-    code = ("import json, sys; from abc_crawler.phases import HolderTable; "
+    code = ("import json, sys; from abc_crawler.sched.phases import HolderTable; "
             "p = {h: {int(r): n for r, n in d.items()} for h, d in json.loads(sys.argv[1]).items()}; "
             "t = HolderTable(4, 4, p); "
             "print(json.dumps([[t.holder(h, s) for s in range(200)] for h in ('a.test', 'b.test', 'c.test')]))")
@@ -154,7 +154,7 @@ def test_offset_estimate_recovers_injected_offset(true_offset):
 def test_estimate_needs_samples_and_clock_update(monkeypatch):
     with pytest.raises(ValueError):
         estimate_offset([])
-    monkeypatch.setattr("abc_crawler.clock.time.time", lambda: 1000.0)
+    monkeypatch.setattr("abc_crawler.mpi.clock.time.time", lambda: 1000.0)
     c = SharedClock(skew=2.0)
     assert c.local() == 1002.0 and c.shared() == 1002.0
     c.update(-2.0, 0.001)
@@ -204,7 +204,7 @@ def test_windows_with_per_rank_guards_never_overlap_in_true_time():
 
 
 def test_shared_clock_error_bound():
-    from abc_crawler.clock import SharedClock
+    from abc_crawler.mpi.clock import SharedClock
 
     assert SharedClock(reference=True).error_bound() == 0.0
     c = SharedClock()
@@ -284,7 +284,7 @@ def test_warmup_validation_names_the_setting():
 
 
 # -- requests cut at a slot's end (pure decision) ----------------------------------------------
-from abc_crawler.phases import CUT_LATE, CUT_SLOW, CUT_STARVED, CUT_WARM, cut_cause  # noqa: E402
+from abc_crawler.sched.phases import CUT_LATE, CUT_SLOW, CUT_STARVED, CUT_WARM, cut_cause  # noqa: E402
 
 
 @pytest.mark.parametrize("limit,usable,host_time,gap,warm,expected", [

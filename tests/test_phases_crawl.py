@@ -45,7 +45,7 @@ def test_phases_on_no_two_ranks_on_one_host_at_once(web, tmp_path):
     assert sum(robots.values()) <= 3 * len(robots), robots
     # the hosts' pages really are spread over the ranks (so the test can fail)
     g = facts["metrics"]["graph"]
-    from abc_crawler.urls import host_of
+    from abc_crawler.web.urls import host_of
     ranks_of_host = defaultdict(set)
     for i, u in enumerate(g.urls):
         if g.url_rank[i] >= 0:
@@ -160,7 +160,7 @@ def test_start_threshold_never_keeps_a_slow_host_out_of_a_whole_slot():
     from hypothesis import given, strategies as st
 
     from abc_crawler.crawl.slots import start_threshold
-    from abc_crawler.phases import FULL_SLOT_SHARE
+    from abc_crawler.sched.phases import FULL_SLOT_SHARE
 
     @given(st.one_of(st.none(), st.floats(0, 1e6)), st.floats(0.05, 100))
     def check(ht, usable):

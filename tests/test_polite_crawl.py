@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import pytest
 
-from abc_crawler import watchdog
+from abc_crawler.sched import watchdog
 from crawlcheck import check_session, crawl_cli, generate, own_addresses, serve
 
 K = 4
@@ -17,7 +17,8 @@ K = 4
 def test_doctests():
     import doctest
 
-    from abc_crawler import politeness, progress, stopping
+    from abc_crawler.sched import politeness, stopping
+    from abc_crawler import progress
 
     for mod in (watchdog, politeness, progress, stopping):
         assert doctest.testmod(mod).failed == 0, mod.__name__

@@ -1,5 +1,5 @@
-"""Politeness as spacing, and the phase slots that keep it across ranks (abc_crawler/politeness.py,
-abc_crawler/phases.py "The rest across a change of holder", abc_crawler/crawl/slots.py): the pure
+"""Politeness as spacing, and the phase slots that keep it across ranks (abc_crawler/sched/politeness.py,
+abc_crawler/sched/phases.py "The rest across a change of holder", abc_crawler/crawl/slots.py): the pure
 rules against brute-force references, the gate's request limits, the batch runner's spacing, and a
 simulated schedule of several ranks on one host whose requests are checked for overlaps, rests and
 waits (issue 28: a rest as long as a slot stopped the crawl for good)."""
@@ -17,9 +17,9 @@ from abc_crawler.crawl.counters import RankCounters
 from abc_crawler.crawl.fetching import BatchRunner
 from abc_crawler.crawl.slots import SlotGate
 from abc_crawler.exceptions import ConfigError
-from abc_crawler.frontier import IN_LIST, TIMEWAIT, Frontier
-from abc_crawler.phases import HolderTable, PhaseClock
-from abc_crawler.politeness import (MIN_REQUEST_SECONDS, longest_rest, request_budget, rest_after,
+from abc_crawler.sched.frontier import IN_LIST, TIMEWAIT, Frontier
+from abc_crawler.sched.phases import HolderTable, PhaseClock
+from abc_crawler.sched.politeness import (MIN_REQUEST_SECONDS, longest_rest, request_budget, rest_after,
                                     slot_seconds_needed, start_threshold, warm_slot_needed)
 
 

@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abc_crawler.robots import robots_token
-from abc_crawler.scope import UrlFilter
-from abc_crawler.session import load_graph
+from abc_crawler.net.robots import robots_token
+from abc_crawler.web.scope import UrlFilter
+from abc_crawler.store.session import load_graph
 from abc_crawler.testweb.canonical import split_url
 from abc_crawler.testweb.expected import compute_expected
 from abc_crawler.testweb.generator import generate_web
-from abc_crawler.urls import host_of
+from abc_crawler.web.urls import host_of
 from crawlcheck import BIN, LAB, MPIEXEC, check_session, crawl_cli, free_port, generate, read_log, serve, warc_records
 from sandbox import run_sandboxed, unavailable
 from tlscerts import make_certs, openssl_missing
@@ -447,7 +447,7 @@ def test_proxy_env_and_no_proxy(names_web, tmp_path):
 # -- --max-depth, redirects, XHTML -------------------------------------------------------------------
 
 def test_max_depth_counts_links_from_a_seed_across_ranks(tmp_path):
-    from abc_crawler.assignments import make_assignment
+    from abc_crawler.web.assignments import make_assignment
 
     port = free_port()
     d = tmp_path / "web"

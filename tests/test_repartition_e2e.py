@@ -46,11 +46,11 @@ from crawlcheck import BIN, check_session, crawl_cli, generate, serve
 
 from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.models import distinct_links
-from abc_crawler.ownership import hash_rank
+from abc_crawler.web.ownership import hash_rank
 from abc_crawler.partition.partvec import load_partvec, remap
-from abc_crawler.session import load_graph
+from abc_crawler.store.session import load_graph
 from abc_crawler.testweb.generator import compute_expected
-from abc_crawler.urls import fingerprint, host_of
+from abc_crawler.web.urls import fingerprint, host_of
 
 K = 4
 VOLUME_BOUND = 0.5

@@ -24,7 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 from browsers import pywb as pywb_server
 from crawlcheck import crawl_cli, generate, serve
 
-from abc_crawler.cdxj import timestamp14
+from abc_crawler.store.cdxj import timestamp14
 from abc_crawler.testweb.changes import change_pages
 
 

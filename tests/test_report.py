@@ -33,11 +33,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from abc_crawler import metrics, report
-from abc_crawler.ownership import N_BUCKETS
+from abc_crawler.graph import metrics
+from abc_crawler import report
+from abc_crawler.web.ownership import N_BUCKETS
 from abc_crawler.partition.partvec import make_partvec, save_partvec
-from abc_crawler.session import SessionGraph, atomic_write_json, save_graph
-from abc_crawler.urls import fingerprint, host_of
+from abc_crawler.store.session import SessionGraph, atomic_write_json, save_graph
+from abc_crawler.web.urls import fingerprint, host_of
 
 URLS = ["http://a.test/", "http://a.test/x", "http://b.test/", "http://b.test/p", "http://a.test/z"]
 RANKS = [0, 0, 1, 1, -1]

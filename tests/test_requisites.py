@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from abc_crawler.parser import EMBED, KIND_NAMES, NAV, REDIRECT, REFRESH
-from abc_crawler.session import load_graph
+from abc_crawler.web.parser import EMBED, KIND_NAMES, NAV, REDIRECT, REFRESH
+from abc_crawler.store.session import load_graph
 from abc_crawler.testweb.generator import load_manifest
 from abc_crawler.testweb.expected import compute_expected, robots_parsers  # noqa: F401
 from crawlcheck import check_session, crawl_cli, generate, serve
@@ -217,7 +217,7 @@ def test_the_report_says_how_requisites_enter_the_partition_models():
     import numpy as np
 
     from abc_crawler.report.build import requisite_figures
-    from abc_crawler.session import SessionGraph
+    from abc_crawler.store.session import SessionGraph
 
     urls = ["http://a.test/p0", "http://a.test/p1", "http://a.test/s.css", "http://a.test/i.png", "http://b.test/x.js"]
     g = SessionGraph.from_urls(urls, ranks=2)

@@ -102,7 +102,7 @@ def test_kill9_with_rotated_warc_files_then_resume(web, tmp_path):
     cdxj-indexer's), the manifest lists every rank's files, the validator table one row per page."""
     import numpy as np
 
-    from abc_crawler.validators import load_table
+    from abc_crawler.store.validators import load_table
 
     session = tmp_path / "s"
     cmd = [MPIEXEC, "-n", "4", str(BIN / "abc-crawl"), str(web / "seeds.txt"), *LAB, "--resolve", str(web / "resolve.txt"),

@@ -1,4 +1,4 @@
-"""robots.txt by RFC 9309 (abc_crawler.robots): the product token, group matching, the 500 KiB
+"""robots.txt by RFC 9309 (abc_crawler.net.robots): the product token, group matching, the 500 KiB
 limit, redirects, failures that give a host up at once, Sitemap lines."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import doctest
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler import robots
-from abc_crawler.robots import MAX_PARSE_BYTES, MAX_REDIRECTS, RobotsCache, RobotsRules, redirect_target, robots_token
+from abc_crawler.net import robots
+from abc_crawler.net.robots import MAX_PARSE_BYTES, MAX_REDIRECTS, RobotsCache, RobotsRules, redirect_target, robots_token
 
 BROWSER_UA = "Mozilla/5.0 (compatible; MyBot/1.0; +https://bot.example/about)"
 

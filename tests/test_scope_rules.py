@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
-from abc_crawler import scope as scope_mod, urlline
+from abc_crawler.web import scope as scope_mod, urlline
 from abc_crawler.config import CrawlConfig
 from abc_crawler.exceptions import ConfigError, UrlFilterError
-from abc_crawler.scope import Scope, ScopeRules, UrlFilter, hostname_of, normalize_domain, parse_domains, read_seeds
-from abc_crawler.urlline import decode_line, encode_line
-from abc_crawler.urls import canonicalize
+from abc_crawler.web.scope import Scope, ScopeRules, UrlFilter, hostname_of, normalize_domain, parse_domains, read_seeds
+from abc_crawler.web.urlline import decode_line, encode_line
+from abc_crawler.web.urls import canonicalize
 from crawlcheck import LAB
 
 BIN = Path(sys.executable).parent

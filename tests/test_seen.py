@@ -4,10 +4,10 @@ import random
 import numpy as np
 import pytest
 
-from abc_crawler import seen as seen_mod
+from abc_crawler.sched import seen as seen_mod
 from abc_crawler.exceptions import AbcError
 from abc_crawler.kernels._fpset import FPSet       # the build must have made it: no skip, no fallback
-from abc_crawler.seen import PyFPSet
+from abc_crawler.sched.seen import PyFPSet
 
 IMPLS = [PyFPSet, FPSet]
 

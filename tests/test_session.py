@@ -5,7 +5,7 @@ import zipfile
 
 import numpy as np
 
-from abc_crawler.session import SessionGraph, load_graph, npz_bytes, save_graph
+from abc_crawler.store.session import SessionGraph, load_graph, npz_bytes, save_graph
 
 
 def test_npz_bytes_round_trips_every_dtype_and_shape(tmp_path):

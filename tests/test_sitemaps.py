@@ -1,4 +1,4 @@
-"""Sitemap files (abc_crawler.sitemaps): what one file lists, the protocol's limits, hostile XML."""
+"""Sitemap files (abc_crawler.net.sitemaps): what one file lists, the protocol's limits, hostile XML."""
 from __future__ import annotations
 
 import doctest
@@ -9,9 +9,9 @@ from xml.sax.saxutils import escape
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler import sitemaps
-from abc_crawler.limits import InflateError
-from abc_crawler.sitemaps import MAX_BYTES, MAX_URLS, read_sitemap, seed_sitemap_urls
+from abc_crawler.net import sitemaps
+from abc_crawler.sched.limits import InflateError
+from abc_crawler.net.sitemaps import MAX_BYTES, MAX_URLS, read_sitemap, seed_sitemap_urls
 
 NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 

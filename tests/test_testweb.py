@@ -239,7 +239,7 @@ def test_canonical_agrees_with_urllib_and_the_crawler():
     from abc_crawler.testweb.canonical import canonical_reference
 
     try:
-        from abc_crawler.urls import canonicalize
+        from abc_crawler.web.urls import canonicalize
     except ImportError:  # pragma: no cover
         canonicalize = None
     bases = ["http://h.test:81/a/b/c.html", "http://h.test/a/", "http://h.test/", "http://h.test/x.html?b=1&a=2",
@@ -304,7 +304,7 @@ def _parse_links(data: bytes, url: str, canon):
 def test_manifest_links_match_the_html(web, which):
     """Parsing the files (lxml, <base>, rel/meta nofollow) gives the manifest's link lists."""
     if which == "crawler":
-        urls = pytest.importorskip("abc_crawler.urls")
+        urls = pytest.importorskip("abc_crawler.web.urls")
         canon = urls.canonicalize
     else:
         canon = canonical

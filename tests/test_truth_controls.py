@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from abc_crawler.session import load_graph, save_graph
+from abc_crawler.store.session import load_graph, save_graph
 from crawlcheck import check_session, crawl_cli, generate, serve
 from logcheck import check_once, check_politeness
 from ownership_ref import owner_function
@@ -60,7 +60,7 @@ def _requested(g):
 def test_the_independent_owner_rule_is_the_crawlers(good):
     """The test's own owner rule (tests/ownership_ref.py) agrees with the crawler's on every URL the
     session knows, so a disagreement found by the ownership check is the crawl's."""
-    from abc_crawler.assignments import make_assignment
+    from abc_crawler.web.assignments import make_assignment
     web, session, rows = good
     g = load_graph(session)
     ref = owner_function("hash", K, 4096)

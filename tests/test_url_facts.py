@@ -5,9 +5,9 @@ into them on resume."""
 from __future__ import annotations
 
 from abc_crawler.crawl.state import _facts_of_version_4
-from abc_crawler.frontier import Frontier
-from abc_crawler.urls import fingerprint
-from abc_crawler.urlstates import MAX_U16, MAX_U8
+from abc_crawler.sched.frontier import Frontier
+from abc_crawler.web.urls import fingerprint
+from abc_crawler.sched.urlstates import MAX_U16, MAX_U8
 
 
 def _frontier() -> Frontier:

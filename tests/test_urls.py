@@ -2,10 +2,10 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from abc_crawler.assignments import make_assignment
-from abc_crawler.ownership import HashAssignment, SiteHashAssignment
+from abc_crawler.web.assignments import make_assignment
+from abc_crawler.web.ownership import HashAssignment, SiteHashAssignment
 from abc_crawler.exceptions import AssignmentError
-from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
+from abc_crawler.web.urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 
 
 @pytest.mark.parametrize("href,base,expected", [

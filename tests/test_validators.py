@@ -9,13 +9,13 @@ import pytest
 from abc_crawler.crawl.counters import RankCounters
 from abc_crawler.crawl.links import LinkClassifier
 from abc_crawler.crawl.pages import PageProcessor
-from abc_crawler.fetcher import Response
-from abc_crawler.ownership import HashAssignment
-from abc_crawler.scope import Scope
-from abc_crawler.session import SessionGraph, save_graph
-from abc_crawler.urls import fingerprint
-from abc_crawler.validators import PreviousShare, ValidatorLog, load_table, previous_shares, write_table
-from abc_crawler.warc import RankWarc
+from abc_crawler.net.fetcher import Response
+from abc_crawler.web.ownership import HashAssignment
+from abc_crawler.web.scope import Scope
+from abc_crawler.store.session import SessionGraph, save_graph
+from abc_crawler.web.urls import fingerprint
+from abc_crawler.store.validators import PreviousShare, ValidatorLog, load_table, previous_shares, write_table
+from abc_crawler.store.warc import RankWarc
 
 URLS = [f"http://h{i % 3}.test/p{i}.html" for i in range(12)]
 
@@ -115,7 +115,7 @@ def test_a_304_stands_for_the_earlier_page(tmp_path):
     assert c.errors["not_modified_unasked"] == 1
     warc.close()
     t = log.table()
-    from abc_crawler.validators import unpack_table
+    from abc_crawler.store.validators import unpack_table
 
     rows = unpack_table(t)
     i = rows["url"].index(URLS[3])

@@ -3,13 +3,13 @@ import hashlib
 
 from warcio.archiveiterator import ArchiveIterator
 
-from abc_crawler.fetcher import Response
-from abc_crawler.warc import RankWarc
+from abc_crawler.net.fetcher import Response
+from abc_crawler.store.warc import RankWarc
 
 
 def _file(session, rank, seq=0):
     """The path of a rank's WARC file number ``seq`` in a session directory."""
-    from abc_crawler.warc import session_prefix, warc_name
+    from abc_crawler.store.warcnames import session_prefix, warc_name
 
     return session / "warc" / warc_name(session_prefix(session), rank, seq)
 
@@ -79,8 +79,8 @@ from datetime import datetime, timezone  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
-from abc_crawler import warc as warc_mod  # noqa: E402
-from abc_crawler.warc import GZIP_BACKENDS, _header_lines, _iso, _RecordIds, b32_sha1  # noqa: E402
+from abc_crawler.store import warc as warc_mod  # noqa: E402
+from abc_crawler.store.warc import GZIP_BACKENDS, _header_lines, _iso, _RecordIds, b32_sha1  # noqa: E402
 
 
 def _old_iso(t):

@@ -1,11 +1,11 @@
-"""The crawl log's line of each fetch attempt of one rank (:mod:`abc_crawler.crawllog`): what
+"""The crawl log's line of each fetch attempt of one rank (:mod:`abc_crawler.store.crawllog`): what
 :class:`.fetching.BatchRunner` says of an answer or of a URL given up, with the discovery path and
 via the router keeps (:mod:`.discovery`) and the digest the WARC writer computed (:mod:`.pages`).
 Without a crawl log every call returns at once."""
 from __future__ import annotations
 
-from ..crawllog import CrawlLog
-from ..fetcher import Response
+from ..store.crawllog import CrawlLog
+from ..net.fetcher import Response
 
 __all__ = ["AttemptLog", "tries"]
 

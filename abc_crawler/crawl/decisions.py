@@ -7,12 +7,12 @@
 * :func:`links_depth` — how deep a final answer's links are, and whether they are followed
   (``--max-depth``).
 
-The cut's cause itself is :func:`abc_crawler.phases.cut_cause`.
+The cut's cause itself is :func:`abc_crawler.sched.phases.cut_cause`.
 """
 from __future__ import annotations
 
-from ..limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, retry_delay
-from ..phases import CUT_SLOW, CUT_WARM
+from ..sched.limits import RETRYABLE_ERRORS, RETRYABLE_STATUS, retry_delay
+from ..sched.phases import CUT_SLOW, CUT_WARM
 
 __all__ = ["MAX_FREE_CUTS", "SLOT_ERRORS", "after_cut", "after_answer", "links_depth", "budget_share",
            "budget_by_work"]

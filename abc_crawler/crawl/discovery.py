@@ -1,11 +1,11 @@
 """How each URL of a rank was found, for the crawl log's discovery path and via fields
-(:mod:`abc_crawler.crawllog`): two columns beside URLStates (by URL index), no object per URL.
+(:mod:`abc_crawler.store.crawllog`): two columns beside URLStates (by URL index), no object per URL.
 
 * ``hop``, one byte: the hop that found the URL (or, for a redirect target, the chain of redirects
   that ended at it): ``-`` a seed, ``L`` a link, ``M`` a sitemap (a sitemap file named by
   robots.txt or a sitemap index, or a URL a sitemap lists: Heritrix's manifest hop), ``I`` a
   ``/sitemap.xml`` inferred for a seed host; 0 when not known. The redirect hops that led to a URL
-  travel with it (:mod:`abc_crawler.urlline`), its link depth too with ``--max-depth``:
+  travel with it (:mod:`abc_crawler.web.urlline`), its link depth too with ``--max-depth``:
   :func:`discovery_path` makes the path of them.
 * ``via``, an int32: the referrer — the page the URL was found on (a redirecting page for a redirect
   target, robots.txt or the sitemap for a sitemap's URLs) as an id into a table of referrer URLs

@@ -1,6 +1,6 @@
 """Fetching one rank's Bucket elements: a batch per host over one connection, robots.txt first
 (its redirects followed, RFC 9309), every request spaced from the one before by the host's rest
-(:func:`abc_crawler.politeness.rest_after`); every answer goes through
+(:func:`abc_crawler.sched.politeness.rest_after`); every answer goes through
 :mod:`.decisions` (cut, retry, give the host up, or final) and a final one through
 :class:`.pages.PageProcessor` and the router. A sitemap file in a batch is fetched like a page of
 its host but is not one: not a request of the page count, its answer read for the URLs it lists."""
@@ -12,24 +12,24 @@ from collections import deque
 from enum import StrEnum
 from dataclasses import dataclass
 
-from ..crawllog import CrawlLog
-from ..fetcher import Fetcher, Response
-from ..ipgroups import Groups
-from ..politeness import rest_after
-from ..frontier import Element, Frontier
-from ..robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
-from ..urls import fingerprint
+from ..store.crawllog import CrawlLog
+from ..net.fetcher import Fetcher, Response
+from ..sched.ipgroups import Groups
+from ..sched.politeness import rest_after
+from ..sched.frontier import Element, Frontier
+from ..net.robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
+from ..web.urls import fingerprint
 from .counters import IdleTimes, RankCounters
 from .attempts import AttemptLog, tries
 from .decisions import after_answer, after_cut, links_depth, requisite_depth
-from ..parser import EMBED, NAV, REDIRECT, REFRESH
+from ..web.parser import EMBED, NAV, REDIRECT, REFRESH
 from .discovery import SITEMAP
 from .links import LinkClassifier
 from .pages import PageProcessor
 from .routing import Router
 from .slots import LEASE_POLL_SECONDS, SlotGate
-from ..phases import CUT_SLOW
-from .. import logs
+from ..sched.phases import CUT_SLOW
+from ..store import logs
 
 _log = logs.get("fetching")
 
@@ -80,7 +80,7 @@ class BatchRunner:
                  may_request, share_robots: bool, own_hosts: frozenset[str], links: LinkClassifier,
                  groups: Groups | None = None, crawl_log: CrawlLog | None = None):
         self.cfg = cfg
-        # a line per answer and per URL given up (abc_crawler/crawllog.py); none without a log
+        # a line per answer and per URL given up (abc_crawler/store/crawllog.py); none without a log
         self.lines = AttemptLog(crawl_log, router, pages)
         # hosts sharing an address: one spacing for the address (--ip-politeness-delay), its groups
         self.groups = groups if groups is not None else Groups(0.0)
@@ -90,7 +90,7 @@ class BatchRunner:
         self.fetcher = fetcher
         self.robots = robots
         self.gate = gate
-        self.hosts = frontier.hosts             # what this rank knows of each host (abc_crawler/visits.py)
+        self.hosts = frontier.hosts             # what this rank knows of each host (abc_crawler/sched/visits.py)
         self.counters = counters
         self.pages = pages
         self.router = router
@@ -224,7 +224,7 @@ class BatchRunner:
                 self._wake(w, max(t, w.next_at))
 
     def _rest(self, host: str, seconds: float) -> float:
-        """The host's rest after a request that took ``seconds`` (:func:`abc_crawler.politeness.rest_after`)."""
+        """The host's rest after a request that took ``seconds`` (:func:`abc_crawler.sched.politeness.rest_after`)."""
         cfg = self.cfg
         return rest_after(seconds, delay=cfg.politeness_delay, crawl_delay=self.robots.get(host).crawl_delay,
                           factor=cfg.delay_factor, max_delay=cfg.max_delay)

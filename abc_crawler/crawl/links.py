@@ -1,25 +1,25 @@
 """Which links of a page the crawl follows, and to which rank each goes (pure: no MPI, no I/O).
 
-A link is joined with the page's base and canonicalized (:func:`abc_crawler.urls.canonicalize`),
+A link is joined with the page's base and canonicalized (:func:`abc_crawler.web.urls.canonicalize`),
 checked against the scope (the resolve list, then the user's scope rules: ``--allowed-domains``,
 ``--url-filter``; a URL outside it is counted and never resolved) and the spider-trap limits, then
-fingerprinted and given its owner rank (:mod:`abc_crawler.ownership`). The order is the life of a
+fingerprinted and given its owner rank (:mod:`abc_crawler.web.ownership`). The order is the life of a
 URL: scope and trap filters come before the fingerprint, so a refused URL costs no hash. Decisions
 are cached under a key naming exactly what they depend on.
 
 Sitemap files (robots.txt ``Sitemap:`` lines, ``/sitemap.xml`` of seed hosts, sitemap index
 entries) pass the host-level scope only (:meth:`LinkClassifier.sitemap_targets`): a filter written
-for pages should not hide a site's list of them (:mod:`abc_crawler.sitemaps`).
+for pages should not hide a site's list of them (:mod:`abc_crawler.net.sitemaps`).
 """
 from __future__ import annotations
 
 from collections import Counter
 
-from ..limits import trap_reason
-from ..metrics import url_wire_cost
-from ..ownership import Assignment
-from ..scope import Scope, ScopeRules
-from ..urls import UrlError, canonicalize, fingerprint, host_of
+from ..sched.limits import trap_reason
+from ..graph.metrics import url_wire_cost
+from ..web.ownership import Assignment
+from ..web.scope import Scope, ScopeRules
+from ..web.urls import UrlError, canonicalize, fingerprint, host_of
 
 __all__ = ["LinkClassifier", "Target", "CACHE_ENTRIES"]
 

@@ -3,7 +3,7 @@
 Each superstep a rank fetches for up to ``--superstep-pages`` answers or ``--superstep-seconds``
 (the first supersteps of a run are shorter: 50 ms, doubling), then starts the superstep's
 exchange — the outboxes' URLs to their owners, the status vector summed over all ranks, the
-:class:`~abc_crawler.coordinator.SuperstepReport` to rank 0, robots.txt answers and work
+:class:`~abc_crawler.graph.coordinator.SuperstepReport` to rank 0, robots.txt answers and work
 announcements to all — and keeps fetching while slower ranks finish theirs. The summed status
 decides when to stop (no work anywhere, the page or time limit, a signal on any rank) and when
 to checkpoint or re-synchronize clocks. Rank 0's role (the crawled graph, the journal, the progress
@@ -18,30 +18,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..checkpoint import CheckpointLog, Journal
-from ..crawllog import CrawlLog
-from ..clock import SharedClock, estimate_offset
-from ..addresses import AddressPolicy
+from ..store.checkpoint import CheckpointLog, Journal
+from ..store.crawllog import CrawlLog
+from ..mpi.clock import SharedClock, estimate_offset
+from ..net.addresses import AddressPolicy
 from ..config import CrawlConfig, accept_types_of, body_caps_of, clock_skew, from_header, phase_seconds_of, robots_token_of
-from ..coordinator import Coordinator
-from ..crash import InjectedCrash, parse_test_crash, raise_thread_failures
+from ..graph.coordinator import Coordinator
+from ..store.crash import InjectedCrash, parse_test_crash, raise_thread_failures
 from ..dashboard.vitals import VitalsSender, top_hosts
-from ..exchange import Communicator
-from ..fetcher import Fetcher
-from ..frontier import Frontier
-from ..ipgroups import Groups
-from .. import logs
-from ..ownership import Assignment
-from ..phases import HolderTable, PhaseClock, uses_phases
-from ..politeness import warm_slot_needed
-from ..robots import RobotsCache, decode_shared, encode_shared
-from ..scope import Scope, ScopeRules
-from ..seen import new_fpset
-from ..sitemaps import seed_sitemap_urls
-from ..stopping import dropped_by_limits
-from ..watchdog import STALL_FATAL, StallWatch
-from ..validators import PreviousShare, ValidatorLog
-from ..warc import RankWarc, warcinfo_fields
+from ..mpi.exchange import Communicator
+from ..net.fetcher import Fetcher
+from ..sched.frontier import Frontier
+from ..sched.ipgroups import Groups
+from ..store import logs
+from ..web.ownership import Assignment
+from ..sched.phases import HolderTable, PhaseClock, uses_phases
+from ..sched.politeness import warm_slot_needed
+from ..net.robots import RobotsCache, decode_shared, encode_shared
+from ..web.scope import Scope, ScopeRules
+from ..sched.seen import new_fpset
+from ..net.sitemaps import seed_sitemap_urls
+from ..sched.stopping import dropped_by_limits
+from ..sched.watchdog import STALL_FATAL, StallWatch
+from ..store.validators import PreviousShare, ValidatorLog
+from ..store.warc import RankWarc, warcinfo_fields
 from . import state
 from .counters import RankCounters, summary_of
 
@@ -166,7 +166,7 @@ class RankCrawler:
         self.quotas = HostQuotas(cfg.max_pages_per_host, rank, size, assignment.site_level)
         self.router = Router(rank, size, self.frontier, self.seen, counters, self.quotas,
                              track_depth=cfg.max_depth is not None)
-        # hosts sharing an address are one politeness group, agreed by every rank (abc_crawler/ipgroups.py)
+        # hosts sharing an address are one politeness group, agreed by every rank (abc_crawler/sched/ipgroups.py)
         self.groups = Groups(cfg.ip_politeness_delay, resolved=scope.resolved_ips())
         self.phase_clock: PhaseClock | None = None
         self.gate: SlotGate | None = None
@@ -199,7 +199,7 @@ class RankCrawler:
         self.stopped = "done"
         self.queued = 0                              # URLs left queued in all when the crawl stopped
         self._test_crash = parse_test_crash(cfg.test_crash, size)
-        # the stall watchdog (abc_crawler/watchdog.py): rank 0 judges, every rank reports
+        # the stall watchdog (abc_crawler/sched/watchdog.py): rank 0 judges, every rank reports
         self.stall = StallDuty(self, StallWatch(cfg.stall_seconds) if rank0 is not None else None)
         # --dashboard: every rank sends its vitals with the exchange; rank 0 publishes snapshots
         self.vitals = VitalsSender(STATUS_FIELDS) if cfg.dashboard else None
@@ -216,7 +216,7 @@ class RankCrawler:
         import platform
 
         from .. import __version__
-        from ..warc import session_prefix
+        from ..store.warcnames import session_prefix
 
         cfg = self.cfg
         return warcinfo_fields(version=__version__, session=session_prefix(self.session_dir), rank=self.rank,

@@ -1,6 +1,6 @@
 """What a final answer becomes: the WARC records, the page's outcome for rank 0's graph, and
 the links to follow (the body is stored as received, decoded within the bomb limit and parsed
-with lxml); and what a sitemap file lists (:func:`abc_crawler.sitemaps.read_sitemap`), which is
+with lxml); and what a sitemap file lists (:func:`abc_crawler.net.sitemaps.read_sitemap`), which is
 not a page: not stored, not reported to rank 0, its URLs not links.
 
 A ``304 Not Modified`` to a conditional request (``--previous``) stands for the earlier 200: it is
@@ -10,13 +10,13 @@ again, with the links the earlier session found on it — so the graph and the e
 fetching the page would have given."""
 from __future__ import annotations
 
-from ..fetcher import Response
-from ..limits import InflateError, inflate
-from ..parser import charset_of, css_links, extract_links, header_links, is_css, is_html
-from ..sitemaps import MAX_INDEX_DEPTH, read_sitemap
-from ..urls import fingerprint, scheme_of
-from ..validators import PreviousShare, ValidatorLog
-from ..warc import RankWarc, b32_sha1
+from ..net.fetcher import Response
+from ..sched.limits import InflateError, inflate
+from ..web.parser import charset_of, css_links, extract_links, header_links, is_css, is_html
+from ..net.sitemaps import MAX_INDEX_DEPTH, read_sitemap
+from ..web.urls import fingerprint, scheme_of
+from ..store.validators import PreviousShare, ValidatorLog
+from ..store.warc import RankWarc, b32_sha1
 from .counters import RankCounters
 from .links import LinkClassifier, Target
 
@@ -183,7 +183,7 @@ class PageProcessor:
         """What a sitemap file's final answer lists: its page URLs (through the same checks as
         links, counted by reason into ``links`` when refused) and the sitemap files it names (a
         redirect's target at the same ``level``, index entries one level deeper, at most
-        :data:`~abc_crawler.sitemaps.MAX_INDEX_DEPTH`). Counted into ``sitemaps`` and, for
+        :data:`~abc_crawler.net.sitemaps.MAX_INDEX_DEPTH`). Counted into ``sitemaps`` and, for
         failures, ``errors`` as ``sitemap_<kind>``."""
         c = self.counters
         sm = c.sitemaps

@@ -4,15 +4,15 @@ and every page with its links goes into the :class:`SuperstepReport` for rank 0 
 one place. The seen set also remembers URLs sent to other ranks, so a URL leaves this rank at
 most once; the owner's seen set makes "fetched at most once" hold across ranks.
 
-What travels with a URL to its owner (:mod:`abc_crawler.urlline`): the redirect hops that led to
+What travels with a URL to its owner (:mod:`abc_crawler.web.urlline`): the redirect hops that led to
 it, its link depth (``--max-depth``) and whether it is a sitemap file. Only links — targets found
 on a page — count towards Türk's volume and messages and go into the report; seeds and the URLs
 sitemaps list are not links."""
 from __future__ import annotations
 
-from ..coordinator import SuperstepReport, encode_report
-from ..urlline import decode_line, encode_line
-from ..urls import fingerprint, host_of
+from ..graph.coordinator import SuperstepReport, encode_report
+from ..web.urlline import decode_line, encode_line
+from ..web.urls import fingerprint, host_of
 from .counters import RankCounters
 from .discovery import LINK, SITEMAP, UNKNOWN, Discovery
 from .links import Target
@@ -51,7 +51,7 @@ class Router:
         (--max-depth); ``tally``: the ``links`` reason they are counted under (None: not counted).
         ``hop`` and ``via``: how the targets were found and on which URL, for the crawl log
         (:mod:`.discovery`; ``hop`` None: a link, or a sitemap file, or unknown for a redirect).
-        ``kind``: the links' kind in the report (:data:`abc_crawler.parser.NAV`, ``EMBED``,
+        ``kind``: the links' kind in the report (:data:`abc_crawler.web.parser.NAV`, ``EMBED``,
         ``REDIRECT``, ``REFRESH``)."""
         rep = self.report
         me = self.rank
@@ -138,7 +138,7 @@ class Router:
         self.discovery.add(self.frontier.add(url, host, hops, depth, sitemap), hop, via)
 
     def receive(self, data: bytes) -> None:
-        """URLs another rank found for this one (lines of :mod:`abc_crawler.urlline`)."""
+        """URLs another rank found for this one (lines of :mod:`abc_crawler.web.urlline`)."""
         if not data:
             return
         for line in data.decode().split("\n"):

@@ -1,5 +1,5 @@
 """Phase slots on one rank: which hosts it may contact now, for how long, and the hand-over of
-slots it holds with nothing to do (:mod:`abc_crawler.phases` states the rule and why it is safe).
+slots it holds with nothing to do (:mod:`abc_crawler.sched.phases` states the rule and why it is safe).
 
 :class:`SlotGate` follows the shared clock's slots: at a slot change the Bucket's elements still
 queuing for hosts not held now give their URLs back, and the hosts this rank holds without work
@@ -9,13 +9,13 @@ announcements; a holder with nothing queued for a host hands it over as soon as 
 another rank's work (not only at the next slot). A rank that never holds the host's slot by the
 table may contact it only under a lease for that slot.
 
-The unit held is a *politeness group* (:mod:`abc_crawler.ipgroups`): the hosts that share an IP
+The unit held is a *politeness group* (:mod:`abc_crawler.sched.ipgroups`): the hosts that share an IP
 address, or a host alone. Admission, leases and hand-overs are per group; work is announced per
 host, and a group has work somewhere when one of its hosts has. While a host moves into a group
 (an agreed change, until the next exchange) this rank contacts it only in slots where it holds
 both its old group and the new one.
 
-The rest across a change of holder (:mod:`abc_crawler.politeness`): a holder leaves the host
+The rest across a change of holder (:mod:`abc_crawler.sched.politeness`): a holder leaves the host
 rested when its run of held slots ends. :meth:`SlotGate.request_limit` gives a request only the
 time that leaves room for the rest it will owe before the run's usable end (0: it must not start,
 and waits for the host's next held slot), so the next holder may start at its slot's usable start.
@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import time
 
-from ..frontier import FETCHING
-from ..ipgroups import Groups
-from ..phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause
-from ..politeness import request_budget, start_threshold
+from ..sched.frontier import FETCHING
+from ..sched.ipgroups import Groups
+from ..sched.phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause
+from ..sched.politeness import request_budget, start_threshold
 from .counters import RankCounters
 
 __all__ = ["SlotGate", "LEASE_POLL_SECONDS"]
@@ -187,7 +187,7 @@ class SlotGate:
     def cut_cause(self, host: str, slot_len: float, limit: float, full: float, loop_gap: float) -> str:
         """Why a request of ``host`` given ``limit`` seconds (``full``: what a request at the start of
         its slot would have had) in a slot of ``slot_len`` was cut at its end
-        (:func:`abc_crawler.phases.cut_cause`), counted by cause."""
+        (:func:`abc_crawler.sched.phases.cut_cause`), counted by cause."""
         cause = cut_cause(limit, full, self.hosts[host].time, loop_gap, self.is_warm(slot_len))
         c = self.counters
         c.slot_cuts += 1

@@ -1,4 +1,4 @@
-"""What one rank tells the stall watchdog (:mod:`abc_crawler.watchdog`): how long its queued work
+"""What one rank tells the stall watchdog (:mod:`abc_crawler.sched.watchdog`): how long its queued work
 may legitimately wait, and — once a stall is suspected — which hosts wait and for what."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import heapq
 import json
 import time
 
-from ..frontier import TIMEWAIT
-from ..watchdog import STALL_OK, STALL_WARN, StallWatch, wait_reason
+from ..sched.frontier import TIMEWAIT
+from ..sched.watchdog import STALL_OK, STALL_WARN, StallWatch, wait_reason
 
 __all__ = ["StallDuty", "longest_wait", "waiting_hosts", "encode_report", "decode_report"]
 
@@ -67,7 +67,7 @@ def decode_report(data: bytes) -> dict:
 
 class StallDuty:
     """One rank's part in the watchdog: what it sends with each exchange, and — on rank 0, which
-    holds the :class:`~abc_crawler.watchdog.StallWatch` — the verdict and the report of the hosts
+    holds the :class:`~abc_crawler.sched.watchdog.StallWatch` — the verdict and the report of the hosts
     waiting while the crawl is stalled."""
 
     #: seconds between two forced progress lines while stalled

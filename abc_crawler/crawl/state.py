@@ -12,16 +12,16 @@ Version history:
   refused (the files are named and rotated otherwise since): resume it with the version that
   wrote it, or start a new session;
 * 4: the same state as 3 (with ``quotas``), written as plain-data records
-  (:mod:`abc_crawler.plaindata`: MessagePack, no pickle — reading a session from elsewhere runs
+  (:mod:`abc_crawler.store.plaindata`: MessagePack, no pickle — reading a session from elsewhere runs
   nothing); the pickled files of versions 1–3 are refused with a message, never unpickled;
-* 5: the per-URL facts are columns of the frontier (:mod:`abc_crawler.urlstates`): the redirect
+* 5: the per-URL facts are columns of the frontier (:mod:`abc_crawler.sched.urlstates`): the redirect
   hops, link depth and sitemap level of each URL travel in the checkpoint log's increments, its
   retries and cuts in the frontier's state (``counts``, sparse); the dicts of version 4 (``hops``,
   ``depth``, ``sitemaps`` by fingerprint, ``attempts``, ``cuts``, ``free_cuts`` by index) are gone.
   A state of version 4 is still read: its dicts are moved into the columns;
 * 3: the WARC writer's state lists its files (rotation at ``--warc-max-bytes``), and every
   increment of the checkpoint log carries the validator rows of the pages stored since the last
-  checkpoint (:mod:`abc_crawler.validators`). Keys added since, read with a default when absent
+  checkpoint (:mod:`abc_crawler.store.validators`). Keys added since, read with a default when absent
   (an older state of version 3 means the same without them): ``depth`` (URL fingerprint → link
   hops from a seed, with ``--max-depth``) and ``sitemaps`` (fingerprint → sitemap-index level of
   the sitemap files admitted); the counters ``bytes_decoded`` and ``sitemaps``; ``quotas`` (the
@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import time
 
-from ..checkpoint import READ_VERSIONS, STATE_VERSION, CheckpointFormatError, CheckpointLog, Journal, load_checkpoint, save_checkpoint
-from ..coordinator import SuperstepReport
+from ..store.checkpoint import READ_VERSIONS, STATE_VERSION, CheckpointFormatError, CheckpointLog, Journal, load_checkpoint, save_checkpoint
+from ..graph.coordinator import SuperstepReport
 from ..exceptions import AbcError
-from ..urls import fingerprint
-from ..urlstates import COMPLETED, MAX_U16, MAX_U8
+from ..web.urls import fingerprint
+from ..sched.urlstates import COMPLETED, MAX_U16, MAX_U8
 
 __all__ = ["STATE_VERSION", "capture", "save", "restore", "check_version"]
 

@@ -27,7 +27,7 @@ socket timeout, so a slow client holds nothing but its own thread.
 
 Failures are not swallowed: a request thread whose handler raises anything
 but a client disconnect lets the exception escape the thread, where
-:func:`abc_crawler.crash.install_thread_hook` keeps it and the crawl loop
+:func:`abc_crawler.store.crash.install_thread_hook` keeps it and the crawl loop
 raises it at its next superstep (the crash is recorded like any other). The
 listening thread is a plain :class:`threading.Thread` too.
 """

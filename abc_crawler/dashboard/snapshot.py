@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..metrics import imbalance_pct
+from ..graph.metrics import imbalance_pct
 
 __all__ = ["SCHEMA", "degree_bins", "graph_figures", "merge_errors", "merge_hosts",
            "build_snapshot", "STATES"]
@@ -181,7 +181,7 @@ def build_snapshot(*, seq: int, meta: dict, state: str, stopped: str | None, ela
     for), else None; ``dropped``: URLs dropped by limits, by reason; ``kernels``: how far the
     statistics kernels are behind (:func:`.sources.kernel_lag`), None with the statistics off;
     ``top_hosts``: the host graph's top hosts by harmonic centrality
-    (:meth:`abc_crawler.hostranks.LiveHostRanks.summary`), None before the first ranking or with
+    (:meth:`abc_crawler.graph.hostranks.LiveHostRanks.summary`), None before the first ranking or with
     the statistics off.
     """
     if state not in STATES:

@@ -1,6 +1,6 @@
 """Reading rank 0's coordinator for the dashboard, a little at a time.
 
-The coordinator (:mod:`abc_crawler.coordinator`) keeps the exchange counters
+The coordinator (:mod:`abc_crawler.graph.coordinator`) keeps the exchange counters
 per superstep; :class:`ExchangeSeries` takes, at each call of
 :meth:`ExchangeSeries.update`, only the supersteps closed since the previous
 call, so the cost per superstep stays constant however long the crawl; it also

@@ -5,7 +5,7 @@ known only to that rank: its requests, pages, bytes, queued work, time idle
 waiting for a phase slot, errors by kind, and the hosts it has the most URLs
 of. With ``--dashboard`` every rank encodes these as a small JSON object
 (a few hundred bytes) and the superstep exchange gathers them to rank 0
-beside the reports (:meth:`abc_crawler.exchange.Communicator.start_superstep`,
+beside the reports (:meth:`abc_crawler.mpi.exchange.Communicator.start_superstep`,
 ``vitals``). Without ``--dashboard`` nothing is encoded or sent.
 
 The busiest hosts need a scan of the rank's host table, so they are

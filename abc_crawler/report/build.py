@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ..partition.models import distinct_links, url_lengths
-from ..ownership import owners_hash, url_hosts
-from ..parser import EMBED
+from ..web.ownership import owners_hash, url_hosts
+from ..web.parser import EMBED
 from .figures import (FIGURE_KIND, FIGURES, PCT_DECIMALS, measured_figures, predicted_figures, recompute_measured,
                       resolve_partvec)
 from .load import SessionFiles

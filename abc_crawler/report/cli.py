@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..session import atomic_write_bytes
+from ..store.session import atomic_write_bytes
 from .build import build_report
 from .html import render_html
 from .load import PROG, ReportError, load_session
@@ -123,7 +123,7 @@ def _print_crawl_log(session: Path) -> int:
     (streamed: a k-way merge over the files). A rank whose log is not here is named on stderr."""
     import os
 
-    from ..crawllog import log_files, merge
+    from ..store.crawllog import log_files, merge
 
     files = log_files(session)
     if not files:

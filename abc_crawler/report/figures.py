@@ -14,9 +14,9 @@ import numpy as np
 
 from ..partition.assignment_metrics import exchange_lower_bounds, predict
 from ..partition.models import distinct_links, url_lengths
-from ..ownership import owners_hash, owners_measured, owners_site_hash
+from ..web.ownership import owners_hash, owners_measured, owners_site_hash
 from ..partition.partvec import load_partvec, remap
-from ..session import SessionGraph
+from ..store.session import SessionGraph
 from .load import STATS_KEYS, SessionFiles
 
 __all__ = ["FIGURES", "FIGURE_KIND", "PCT_DECIMALS", "measured_figures", "predicted_figures", "resolve_partvec",

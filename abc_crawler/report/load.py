@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import AbcError
-from ..ownership import N_BUCKETS
-from ..session import SessionGraph, load_graph
+from ..web.ownership import N_BUCKETS
+from ..store.session import SessionGraph, load_graph
 
 __all__ = ["PROG", "ReportError", "SessionFiles", "load_session", "STATS_KEYS"]
 

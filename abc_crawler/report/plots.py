@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..session import atomic_write_bytes
+from ..store.session import atomic_write_bytes
 from .figures import FIGURES
 from .render import column_titles, fmt_value
 from .thesis import MODEL_TITLES

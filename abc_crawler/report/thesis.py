@@ -17,9 +17,9 @@ from ..partition.hypergraph import HypergraphError
 from ..partition.metis import MetisError, MetisWarning
 from ..partition.models import (distinct_links, page_graph, page_hypergraph, site_graph, site_hypergraph,
                                 url_lengths)
-from ..ownership import N_BUCKETS, owners_hash, owners_site_hash, url_hosts
+from ..web.ownership import N_BUCKETS, owners_hash, owners_site_hash, url_hosts
 from ..partition.repartition import BadInput, run_model
-from ..session import SessionGraph
+from ..store.session import SessionGraph
 from .figures import predicted_figures
 
 __all__ = ["DEFAULT_PARTS", "PARTITIONED_MODELS", "MODEL_TITLES", "dataset_properties", "thesis_table"]

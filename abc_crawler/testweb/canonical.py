@@ -3,7 +3,7 @@
 Host names and paths use only ``[a-z0-9/_.-]`` and queries are sorted ``k=v``
 pairs, so ``http://HOST[:PORT]/path[?query]`` (port omitted when 80, no
 fragment) is both what the server routes and the crawler's canonical form
-(:mod:`abc_crawler.urls`, which agrees on these URLs: tested). This module is
+(:mod:`abc_crawler.web.urls`, which agrees on these URLs: tested). This module is
 the test web's own implementation, independent of the crawler's.
 
 Examples
@@ -33,7 +33,7 @@ def canonical(href: str, base: str) -> str | None:
     default port dropped, empty path -> ``/``, dot segments removed, fragment
     dropped, query arguments sorted.  RFC 3986 resolution, enough for the URLs
     this generator writes (paths in ``[a-z0-9/_.-]``); the crawler uses
-    :mod:`abc_crawler.urls`, which agrees on them (tested).
+    :mod:`abc_crawler.web.urls`, which agrees on them (tested).
     """
     h = href.strip()
     cut = h.find("#")

@@ -624,7 +624,7 @@ def _robots_huge(h: HostileHost) -> None:
     h.requested = ["/", "/p1.html"]
     h.not_requested = ["/early/x.html"]
     h.either = ["/late/x.html"]
-    # ABC parses the first 500 KiB (RFC 9309's minimum, abc_crawler.robots.MAX_PARSE_BYTES): /late/
+    # ABC parses the first 500 KiB (RFC 9309's minimum, abc_crawler.net.robots.MAX_PARSE_BYTES): /late/
     # is disallowed only in a file no longer than that
     h.outcomes = {"/": "node", "/p1.html": "node", "/early/x.html": "robots_disallowed",
                   "/late/x.html": "robots_disallowed" if n <= 500 * 1024 else "node"}

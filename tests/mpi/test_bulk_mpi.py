@@ -19,7 +19,7 @@ def _part(rank: int) -> bytes:
 def test_scatter_then_gather_bytes():
     from mpi4py import MPI
 
-    from abc_crawler.exchange import Communicator
+    from abc_crawler.mpi.exchange import Communicator
 
     comm = Communicator(MPI.COMM_WORLD)
     chunks = [_part(r) for r in range(comm.size)] if comm.rank == 0 else None
@@ -35,7 +35,7 @@ def test_scatter_then_gather_bytes():
 def test_scatter_needs_one_chunk_per_rank():
     from mpi4py import MPI
 
-    from abc_crawler.exchange import Communicator
+    from abc_crawler.mpi.exchange import Communicator
 
     comm = Communicator(MPI.COMM_WORLD)
     if comm.rank == 0:

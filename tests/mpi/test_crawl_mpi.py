@@ -25,7 +25,7 @@ def _crawl_and_check(tmp_root: Path, *, hosts, pages, seed, extra=None):
     from mpi4py import MPI
 
     from abc_crawler.config import CrawlConfig
-    from abc_crawler.exchange import Communicator
+    from abc_crawler.mpi.exchange import Communicator
     from abc_crawler.run import run_crawl
     from crawlcheck import LAB_TOML, check_session, generate, serve
 

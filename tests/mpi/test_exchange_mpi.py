@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.mpi, pytest.mark.timeout(per_test(__file__))]   # test
 
 
 def _comm():
-    from abc_crawler.exchange import Communicator
+    from abc_crawler.mpi.exchange import Communicator
     return Communicator()
 
 
@@ -55,7 +55,7 @@ def test_empty_exchange_and_idle_callback_runs():
 
 def test_payload_count_is_checked():
     c = _comm()
-    from abc_crawler.exchange import SuperstepExchange
+    from abc_crawler.mpi.exchange import SuperstepExchange
     with pytest.raises(ValueError, match="one payload per rank"):
         SuperstepExchange(c.comm, [b""] * (c.size + 1), np.zeros(1, np.int64), b"")
 

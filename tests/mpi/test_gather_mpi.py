@@ -18,8 +18,8 @@ CHUNK = 1000
 def _setup():
     from mpi4py import MPI
 
-    from abc_crawler.exchange import Communicator
-    from abc_crawler.session import rank_files
+    from abc_crawler.mpi.exchange import Communicator
+    from abc_crawler.store.session import rank_files
 
     comm = Communicator(MPI.COMM_WORLD)
     base = Path(comm.bcast(tempfile.mkdtemp(prefix="abc-gather-") if comm.rank == 0 else None))
@@ -38,7 +38,7 @@ def _setup():
 
 
 def test_every_rank_s_warc_files_reach_rank_0_verified():
-    from abc_crawler.gather import gather_warc
+    from abc_crawler.mpi.gather import gather_warc
 
     comm, base, mine, listings, hosts = _setup()
     result = gather_warc(comm, mine, listings, hosts, chunk_bytes=CHUNK)
@@ -57,7 +57,7 @@ def test_every_rank_s_warc_files_reach_rank_0_verified():
 
 
 def test_a_copy_that_does_not_match_the_listing_is_discarded_and_reported():
-    from abc_crawler.gather import gather_warc
+    from abc_crawler.mpi.gather import gather_warc
 
     comm, base, mine, listings, hosts = _setup()
     if comm.rank == 0 and comm.size > 1:

@@ -1,0 +1,1 @@
+"""MPI: the superstep exchange (every collective), the shared clock and the gathering of WARC files."""

@@ -1,0 +1,1 @@
+"""Networking: fetching with libcurl (TLS, proxies, the address rule), robots.txt and sitemaps."""

@@ -1,0 +1,170 @@
+"""CDXJ indexes of WARC files, in pywb's format, so replay tools need not index them again.
+
+One line per ``response`` and ``revisit`` record (``warcinfo`` and ``request`` records are not
+indexed, as cdxj-indexer's defaults do)::
+
+    test,h000:8123)/d1/p3.html 20260102030405 {"url": "http://h000.test:8123/d1/p3.html", "mime": "text/html", "status": "200", "digest": "sha1:…", "length": "1234", "offset": "5678", "filename": "s1-rank-00000-00000.warc.gz"}
+
+* the key is the URL's SURT form (``surt.surt``, the Internet Archive's canonicalization, as
+  pywb and cdxj-indexer compute it), then the record's ``WARC-Date`` as 14 digits;
+* ``mime``: the media type of the HTTP Content-Type (``warc/revisit`` for revisit records),
+  ``status``: the HTTP status code, ``digest``: ``WARC-Payload-Digest``, ``length`` and
+  ``offset``: the record's gzip member in the file, ``filename``: the file's name — the values
+  as strings, in that order, written by ``json.dumps``;
+* lines sorted (as strings) with repeated lines written once, so pywb can search the file.
+
+The writer (:class:`abc_crawler.store.warc.RankWarc`) makes the lines as it writes the records and
+:func:`write_index` puts them beside the WARC file (``x.warc.gz`` → ``x.cdxj``) when it closes
+the file. :func:`index_lines` makes the same lines by reading a file (warcio's reader): for
+``abc-index`` (:mod:`abc_crawler.index_cli`) and for a resume, which cuts the current file back.
+``tests/test_cdxj.py`` checks both against cdxj-indexer's output on the same files.
+
+Examples
+--------
+>>> cdxj_line("http://h.test:8080/a?b=1&a=2", "2026-01-02T03:04:05.123456Z", "text/html", "200",
+...           "sha1:AAAA", 10, 20, "f.warc.gz")[:52]
+'test,h:8080)/a?a=2&b=1 20260102030405 {"url": "http:'
+"""
+from __future__ import annotations
+
+import os
+import re
+from json.encoder import encode_basestring_ascii
+from pathlib import Path
+
+__all__ = ["media_type", "cdxj_line", "surt_key", "surt_slow", "timestamp14", "index_path", "index_lines", "write_index", "read_index"]
+
+
+#: URLs whose SURT key is computed here, not by the ``surt`` package (the IA canonicalization is
+#: about 60 µs a URL, a fifth of what a whole page costs a rank): http(s), a host of lower-case
+#: letters, digits, ``-`` and single dots that does not start with ``www`` or look like an IPv4
+#: address, an optional port, a path of unreserved characters without ``//``, dot segments or a
+#: query. For these the canonicalization only lower-cases the path, drops a trailing slash (not the
+#: root's) and a default port; ``tests/test_cdxj.py`` compares with ``surt.surt`` (hypothesis).
+_PLAIN_URL = re.compile(r"^(https?)://((?!www)(?![0-9.]+(?::|/|$))[a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::([1-9][0-9]{0,4}))?"
+                        r"(/(?:[A-Za-z0-9_~-]+(?:\.[A-Za-z0-9_~-]+)*/?)*)?$")
+_DEFAULT_PORT = {"http": "80", "https": "443"}
+
+
+def surt_key(url: str) -> str:
+    """The SURT key pywb and cdxj-indexer give a URL (``surt.surt``; the URL itself when it cannot
+    be parsed), computed directly for plain URLs (:data:`_PLAIN_URL`).
+
+    >>> surt_key("http://h000.test:8123/D1/p3.html"), surt_key("https://a.b.test:443/x/")
+    ('test,h000:8123)/d1/p3.html', 'test,b,a)/x')
+    """
+    m = _PLAIN_URL.match(url)
+    if m is not None and (m[3] is None or int(m[3]) <= 65535):
+        scheme, host, port, path = m.groups()
+        key = ",".join(reversed(host.split(".")))
+        if port is not None and port != _DEFAULT_PORT[scheme]:
+            key += ":" + port
+        path = (path or "/").lower()
+        if len(path) > 1 and path.endswith("/"):
+            path = path[:-1]
+        return key + ")" + path
+    return surt_slow(url)
+
+
+def surt_slow(url: str) -> str:
+    """``surt.surt(url)``, as cdxj-indexer calls it."""
+    import surt
+
+    try:
+        return surt.surt(url)
+    except Exception:  # noqa: BLE001 - cdxj-indexer falls back the same way
+        return url
+
+
+def timestamp14(warc_date: str) -> str:
+    """``YYYYMMDDhhmmss`` of a ``WARC-Date`` (the fraction dropped).
+
+    >>> timestamp14("2026-01-02T03:04:05.123456Z")
+    '20260102030405'
+    """
+    d = warc_date
+    return d[0:4] + d[5:7] + d[8:10] + d[11:13] + d[14:16] + d[17:19]
+
+
+def cdxj_line(url: str, warc_date: str, mime: str | None, status: str | None, digest: str | None, length: int,
+              offset: int, filename: str, _q=encode_basestring_ascii) -> str:
+    """One index line (with its newline); fields that are None are left out, as cdxj-indexer does.
+    The JSON is what ``json.dumps`` writes for the same dict (keys in this order, ``", "`` and
+    ``": "`` separators, non-ASCII escaped), made with its C string encoder."""
+    parts = [f'{{"url": {_q(url)}']
+    if mime is not None:
+        parts.append(f'"mime": {_q(mime)}')
+    if status is not None:
+        parts.append(f'"status": {_q(status)}')
+    if digest is not None:
+        parts.append(f'"digest": {_q(digest)}')
+    parts.append(f'"length": "{length}", "offset": "{offset}", "filename": {_q(filename)}}}')
+    return f"{surt_key(url)} {timestamp14(warc_date)} {', '.join(parts)}\n"
+
+
+def index_path(warc_path: str | os.PathLike) -> Path:
+    """Where a WARC file's index goes: beside it, ``.warc.gz`` replaced by ``.cdxj``."""
+    p = Path(warc_path)
+    name = p.name[: -len(".warc.gz")] if p.name.endswith(".warc.gz") else p.name
+    return p.with_name(name + ".cdxj")
+
+
+def write_index(warc_path: str | os.PathLike, lines: list[str]) -> Path:
+    """Write the index of ``warc_path`` atomically: ``lines`` sorted, each distinct line once."""
+    from .session import atomic_write_bytes
+
+    out, last = [], None
+    for line in sorted(lines):
+        if line != last:
+            out.append(line)
+        last = line
+    path = index_path(warc_path)
+    atomic_write_bytes(path, "".join(out).encode("utf-8"))
+    return path
+
+
+def read_index(path: str | os.PathLike) -> list[str]:
+    """The lines of an index file (with their newlines)."""
+    with open(path, encoding="utf-8") as fh:
+        return fh.readlines()
+
+
+def index_lines(warc_path: str | os.PathLike) -> list[str]:
+    """The index lines of a WARC file, read record by record (unsorted; see :func:`write_index`)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    name = Path(warc_path).name
+    out = []
+    with open(warc_path, "rb") as fh:
+        it = ArchiveIterator(fh, no_record_parse=False)
+        for rec in it:
+            kind = rec.rec_type
+            if kind not in ("response", "revisit"):
+                continue
+            h = rec.http_headers
+            if kind == "revisit":
+                mime = "warc/revisit"
+            else:
+                ct = h.get_header("content-type") if h else None
+                mime = media_type(ct)
+            status = h.get_statuscode() if h else None
+            url = rec.rec_headers.get_header("WARC-Target-URI")
+            digest = rec.rec_headers.get_header("WARC-Payload-Digest")
+            date = rec.rec_headers.get_header("WARC-Date")
+            rec.content_stream().read()             # to the end of the record: its length is known then
+            out.append(cdxj_line(url, date, mime, status, digest, it.get_record_length(), it.get_record_offset(),
+                                 name))
+    return out
+
+
+_MEDIA_SPLIT = re.compile(r"[;\s]").split
+
+
+def media_type(content_type: str | None) -> str | None:
+    """The ``mime`` of a line: the Content-Type up to ``;`` or a blank, as cdxj-indexer takes it;
+    None without the header.
+
+    >>> media_type("text/html; charset=utf-8"), media_type(None)
+    ('text/html', None)
+    """
+    return None if content_type is None else _MEDIA_SPLIT(content_type.strip(), maxsplit=1)[0].strip()
