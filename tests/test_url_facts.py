@@ -92,3 +92,17 @@ def test_a_version_4_states_dicts_move_into_the_columns():
     assert f.depth[ids[2]] == 5 and f.sitemap[ids[2]] == 0
     assert (f.cuts[ids[2]], f.free_cuts[ids[2]]) == (2, 4)
     assert f.hops[ids[3]] == 0
+
+
+def test_a_cut_url_waits_to_be_asked_again_until_answered():
+    """was_cut: the URL's request was cut and it waits to be asked again (its request counted once);
+    cut_and_left counts those not completed when the crawl stops."""
+    f, (a1, a2, sm, deep, big) = _filled()
+    assert not f.was_cut(a1) and f.cut_and_left() == 0
+    f.count_cut(a1, counted=False)
+    f.count_cut(a2, counted=True)
+    f.count_cut(deep, counted=True)
+    assert f.was_cut(a1) and f.was_cut(a2) and f.cut_and_left() == 3
+    f.complete(a2)                             # answered when asked again
+    f.clear_cuts(deep)                         # its cuts made a failure: a retry is a new request
+    assert not f.was_cut(deep) and f.cut_and_left() == 1

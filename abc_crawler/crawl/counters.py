@@ -69,6 +69,8 @@ STATS: tuple[Stat, ...] = (
          total="slot_cuts.starved", per_rank=True),
     Stat("cuts_slow", COUNT, "of which the server did not answer within a full slot (counted)",
          total="slot_cuts.slow_response", per_rank=True),
+    Stat("cuts_left", COUNT, "URLs cut at a slot end and not asked again before the crawl stopped (counted in requests)",
+         total="slot_cuts.left"),
     Stat("retries", COUNT, "requests asked again after a timeout, reset, 429 or 503", total="retries", per_rank=True),
     Stat("handovers", COUNT, "slots this rank handed over (it held a host with nothing queued)", per_rank=True),
     Stat("leases", COUNT, "slots handed to this rank", per_rank=True),

@@ -110,7 +110,10 @@ class BatchRunner:
 
     @property
     def in_flight(self) -> int:
-        return sum(1 for b in self.batches.values() if b.current is not None)
+        """Counted page requests in flight (a URL asked again after a slot-end cut was counted when
+        it was cut)."""
+        f = self.frontier
+        return sum(1 for b in self.batches.values() if b.current is not None and not f.was_cut(b.current))
 
     # -- the loop's turn ---------------------------------------------------------------------
     def drive(self, wait: float) -> int:
@@ -289,7 +292,8 @@ class BatchRunner:
             self._give_back(b)
             self.frontier.block(host, h.retry_at)
         while b.todo:
-            if not self.may_request():
+            # a URL cut at a slot's end is asked again within the page budget: its request was counted
+            if not self.may_request() and not self.frontier.was_cut(b.todo[0]):
                 self._give_back(b)
                 break
             idx = b.todo.pop(0)
@@ -308,7 +312,8 @@ class BatchRunner:
                 return
             b.current = idx
             b.asked += 1
-            self.counters.requests += 1
+            if not self.frontier.was_cut(idx):   # (a request cut at a slot's end counted once)
+                self.counters.requests += 1
             # a URL the previous session stored is asked conditionally (If-None-Match / If-Modified-Since)
             self._submit(b, (FetchKind.PAGE, host), url, limit, headers=(
                 self.previous.conditional_headers(fingerprint(url)) if self.previous is not None else ()))
@@ -364,8 +369,7 @@ class BatchRunner:
             # rank was starved it goes back to the front of its host's queue with no penalty.
             counted, free = self.frontier.count_cut(idx, cause == CUT_SLOW)
             action, kind_ = after_cut(cause, counted, free, self.cfg.max_slot_cuts)
-            if action == "again":
-                self.counters.requests -= 1      # not a request of this session's count: asked again
+            if action == "again":                # counted once: asked again in the host's next slot
                 self.lines.answer(r, idx, notes)
                 self.frontier.release(idx)
                 self._rested(b, r, now)

@@ -436,6 +436,7 @@ class RankCrawler:
         deadline = time.monotonic() + (0.0 if self.stopped == "signal" else self.cfg.timeout + 1)
         self.budget = self.counters.requests        # no new requests
         self.counters.requests -= self.runner.drain(deadline)
+        self.counters.cuts_left = self.frontier.cut_and_left()
         self.fetcher.close()
         self.router.drop_outbox()                   # nobody will crawl these now
         self._exchange(self._status(), fetch=False)

@@ -135,6 +135,16 @@ class URLStates:
         col[idx] = min(col[idx] + 1, MAX_U8)
         return self.cuts[idx], self.free_cuts[idx]
 
+    def was_cut(self, idx: int) -> bool:
+        """URL ``idx``'s last request was cut at a slot's end and it waits to be asked again."""
+        return bool(self.cuts[idx] or self.free_cuts[idx])
+
+    def cut_and_left(self) -> int:
+        """URLs whose request was cut at a slot's end and that were not completed since."""
+        st = np.frombuffer(self.states, dtype=np.uint8)
+        cut = (np.frombuffer(self.cuts, dtype=np.uint8) > 0) | (np.frombuffer(self.free_cuts, dtype=np.uint8) > 0)
+        return int(np.count_nonzero(cut & (st < COMPLETED)))
+
     def clear_cuts(self, idx: int) -> None:
         """URL ``idx`` had an answer (or its cuts made a failure): its next request, if any, is
         cut afresh."""
