@@ -52,7 +52,10 @@ import harness  # noqa: E402
 import nginx  # noqa: E402
 from harness import BIN, medians, rotated, run_abc, run_measured, write_result  # noqa: E402
 
-from abc_crawler.web.urls import UrlError, canonicalize, fingerprint, host_of  # noqa: E402  (once, not per page)
+try:        # (the loop may run under an earlier tree's venv: before 4cceadb its modules were not in folders)
+    from abc_crawler.web.urls import UrlError, canonicalize, fingerprint, host_of  # noqa: E402  (once, not per page)
+except ImportError:
+    from abc_crawler.urls import UrlError, canonicalize, fingerprint, host_of  # noqa: E402
 
 MODES = ("fetch", "fetch+parse", "loop", "loop+cache")
 
@@ -116,8 +119,12 @@ def stack_loop(urls: list[str], resolve: list[str], mode: str, handles: int = 32
     """Fetch every URL (and parse / canonicalize, by ``mode``); counts and in-loop CPU/wall seconds."""
     import pycurl
 
-    from abc_crawler.web.parser import extract_links
-    from abc_crawler.web.scope import Scope
+    try:
+        from abc_crawler.web.parser import extract_links
+        from abc_crawler.web.scope import Scope
+    except ImportError:                        # an earlier tree (see the imports above)
+        from abc_crawler.parser import extract_links
+        from abc_crawler.scope import Scope
     scope = Scope.from_lines(resolve)
     parse = mode in ("fetch+parse", "loop", "loop+cache")
     canon = mode in ("loop", "loop+cache")
