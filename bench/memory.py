@@ -333,6 +333,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
     ap.add_argument("--out", default=str(RESULTS / "memory.json"))
+    ap.add_argument("--process", action="store_true",
+                    help="crawl a generated web instead (see the module's docstring): takes --hosts, --pages, --ranks, "
+                         "--port, --trace, --out")
+    for flag in ("--hosts", "--pages", "--ranks", "--port"):
+        ap.add_argument(flag, help="with --process")
+    ap.add_argument("--trace", action="store_true", help="with --process: run the largest size again with tracemalloc")
     a = ap.parse_args()
     print(harness.describe_header(f"P6: memory per URL at {a.urls:,} URLs"), flush=True)
     raw: dict[str, list] = {}
