@@ -81,12 +81,14 @@ RULES: list[tuple[str, str, str | None]] = [
     ("robots.txt and sitemaps", r"abc_crawler/crawl/(fetching|pages)\.py$", r"robots|sitemap"),
     ("page outcome (decode, status, counters)", r"abc_crawler/crawl/(pages|counters)\.py$", None),
     ("fetch bookkeeping (pycurl, batches, frontier, slots, politeness)",
-     r"abc_crawler/(fetcher|crawl/fetching|frontier|urlstates|crawl/slots|phases|politeness|crawl/hosts|crawl/decisions|"
+     r"abc_crawler/(fetcher|crawl/fetching|frontier|urlstates|crawl/slots|phases|politeness|visits|crawl/decisions|"
      r"addresses|ipgroups|clock|proxies|tls)\.py$", None),
     ("session start and end (setup, graph, stats.json, validators.npz)",
      r"abc_crawler/(run|session|config|cli|gather|crash|logs|graphexport|graphrank|units|stopping)\.py$", None),
     ("superstep loop (the rest of loop.py)", r"abc_crawler/crawl/loop\.py$", None),
 ]
+#: the concern folders of abc_crawler since 4cceadb (a module's stage is the same in either layout)
+_FOLDERS = re.compile(r"abc_crawler/(?:net|store|mpi|sched|web|graph)/")
 _RULES = [(s, re.compile(f), re.compile(n) if n else None) for s, f, n in RULES]
 _IMPORT = {"_find_and_load", "_find_and_load_unlocked", "_load_unlocked", "exec_module", "_call_with_frames_removed"}
 STARTUP = "start-up (imports, MPI init)"
@@ -100,7 +102,7 @@ def stage_of(frames: list[dict], stack: list[int]) -> str:
             return STARTUP
     for i in reversed(stack):
         f = frames[i]
-        path, name = f.get("file") or "", f["name"]
+        path, name = _FOLDERS.sub("abc_crawler/", f.get("file") or ""), f["name"]
         for stage, frx, nrx in _RULES:
             if frx.search(path) and (nrx is None or nrx.search(name)):
                 return stage
