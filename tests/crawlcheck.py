@@ -298,6 +298,16 @@ def derived_exchange(session: Path, owners=None, graph=None) -> dict:
     return {k: tuple(v) for k, v in rows.items()}
 
 
+def _seed_hosts(session: Path) -> int:
+    """Distinct hosts of the session's seeds (each has its /sitemap.xml listed, by its owner)."""
+    cfg = json.loads((session / "manifest.json").read_text())["config"]
+    try:
+        lines = Path(cfg["seeds"]).read_text().split()
+    except OSError:
+        return 0
+    return len({host_of(u) for u in lines if u.startswith(("http://", "https://"))})
+
+
 def check_exchange(session: Path, owners=None, graph=None, *, exact: bool = True) -> dict:
     """Assert the exchange the crawler reports (``stats.json`` ``messages_mpi``, ``wire_urls``,
     ``wire_bytes`` and the rows of ``exchange.npz``) is the one the session's links call for
@@ -338,6 +348,12 @@ def check_exchange(session: Path, owners=None, graph=None, *, exact: bool = True
         if not lo <= ex["wire_bytes"] <= hi:
             problems.append(("wire_bytes is outside the derived bounds", ex["wire_bytes"], (lo, hi)))
     else:
+        # the page URLs sitemaps list, and the sitemap files robots.txt and indexes name, travel to
+        # their owners too, and are no links of graph.npz: at most that many more URLs than the links
+        # call for (a seed host's /sitemap.xml is asked by its owner: never sent; CI: test_sitemaps'
+        # crawl sent 117 URLs against 114 derived from its links)
+        sm = stats.get("sitemaps", {})
+        extra = sm.get("urls", 0) + max(0, sm.get("files_listed", 0) - _seed_hosts(session))
         pairs = {k[1:] for k in got} | {k[1:] for k in want}
         for pair in sorted(pairs):
             steps = sorted({k[0] for k in got if k[1:] == pair} | {k[0] for k in want if k[1:] == pair})
@@ -345,11 +361,13 @@ def check_exchange(session: Path, owners=None, graph=None, *, exact: bool = True
             for st in steps:
                 sent += got.get((st, *pair), (0, 0))[1]
                 found += want.get((st, *pair), (0, 0, 0))[0]
-                if sent > found:
-                    problems.append(("more URLs sent than the links found so far call for", (st, *pair), sent, found))
+                if sent > found + extra:
+                    problems.append(("more URLs sent than the links found so far call for", (st, *pair), sent, found,
+                                     extra))
                     break
-        if ex.get("wire_urls", 0) > sum(w[0] for w in want.values()):
-            problems.append(("wire_urls above the derived URLs", ex.get("wire_urls"), sum(w[0] for w in want.values())))
+        if ex.get("wire_urls", 0) > sum(w[0] for w in want.values()) + extra:
+            problems.append(("wire_urls above the derived URLs", ex.get("wire_urls"), sum(w[0] for w in want.values()),
+                             extra))
     if ex["messages_mpi"] != len(got) or ex["wire_bytes"] != sum(g[0] for g in got.values()):
         problems.append(("stats.json's exchange is not exchange.npz's", ex, len(got)))
     assert not problems, problems[:5]
