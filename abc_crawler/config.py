@@ -412,6 +412,8 @@ def _check_politeness(v: dict) -> None:
             "or lower those settings")
 
 
+#: a MIME type or type prefix as --accept-types and --max-body-bytes take it (``text/html``, ``image/``)
+MIME_PREFIX = re.compile(r"[a-z0-9!#$&^_.+-]+(/[a-z0-9!#$&^_.+-]*)?")
 #: the cap of --max-body-bytes for the types it names none for, when it names only typed caps
 DEFAULT_BODY_CAP = 10 * 1024 * 1024
 
@@ -431,7 +433,7 @@ def body_caps_value(text: str) -> tuple[tuple[str, int], ...]:
             continue
         prefix, eq, size = entry.rpartition("=")
         prefix = prefix.strip().lower()
-        if eq and not re.fullmatch(r"[a-z0-9!#$&^_.+-]+(/[a-z0-9!#$&^_.+-]*)?", prefix):
+        if eq and not MIME_PREFIX.fullmatch(prefix):
             raise ConfigError(f"max-body-bytes: {prefix!r} is no MIME type or type prefix (e.g. text/html, image/), "
                               f"in {text!r}")
         try:
@@ -471,7 +473,7 @@ def accept_types_of(value: str | None) -> tuple[str, ...]:
         return ()
     out = tuple(p.strip().lower() for p in value.split(",") if p.strip())
     for p in out:
-        if not re.fullmatch(r"[a-z0-9!#$&^_.+-]+(/[a-z0-9!#$&^_.+-]*)?", p):
+        if not MIME_PREFIX.fullmatch(p):
             raise ConfigError(f"accept-types: {p!r} is no MIME type or type prefix (e.g. text/html, image/), in {value!r}")
     if not out:
         raise ConfigError(f"accept-types: expected MIME-TYPE-PREFIX[,...], got {value!r}")

@@ -145,9 +145,10 @@ class RankCrawler:
         self.seen = new_fpset(journal=cfg.checkpoint_seconds > 0)
         # where the fetcher may connect (the resolve list's addresses are the user's choice); the
         # user's scope rules, proxies and CAs come from rank 0
+        body_cap, typed_caps = body_caps_of(cfg.max_body_bytes)
         self.fetcher = Fetcher(scope=scope, user_agent=cfg.user_agent, timeout=cfg.timeout,
-                               connect_timeout=cfg.connect_timeout, max_body_bytes=body_caps_of(cfg.max_body_bytes)[0],
-                               body_caps=body_caps_of(cfg.max_body_bytes)[1],
+                               connect_timeout=cfg.connect_timeout, max_body_bytes=body_cap,
+                               body_caps=typed_caps,
                                rank=rank, max_connections=max(cfg.concurrency, cfg.active_hosts),
                                addresses=AddressPolicy(cfg.allow_private_addresses, scope.addresses),
                                proxies=proxies, ca=ca, contact=from_header(cfg), rank_header=cfg.test_rank_header,

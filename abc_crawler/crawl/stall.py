@@ -15,9 +15,7 @@ __all__ = ["StallDuty", "longest_wait", "waiting_hosts", "encode_report", "decod
 def longest_wait(frontier, batches, gate, now: float) -> float:
     """Seconds until the latest back-off, rest or lease wait in force on this rank ends, and what
     is left of the phase warm-up (slots too short for a long rest) — 0 when none."""
-    t = 0.0
-    for v in frontier.hosts.values():
-        t = max(t, v.blocked_until - now)
+    t = max(0.0, frontier.backoff_end() - now)
     for b in batches.values():
         t = max(t, b.next_at - now)
     for e in frontier.by_host.values():

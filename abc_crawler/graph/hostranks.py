@@ -22,7 +22,7 @@ from array import array
 
 import numpy as np
 
-from .graphrank import DEFAULT_EXACT_MAX, DEFAULT_LOG2M, harmonic_centrality
+from .graphrank import DEFAULT_EXACT_MAX, DEFAULT_LOG2M, harmonic_centrality, positions
 from .webgraph import host_name, reverse_name
 
 __all__ = ["LiveHostRanks", "TOP_HOSTS"]
@@ -70,11 +70,11 @@ class LiveHostRanks:
             h.append(k)
         if not self._waiting:
             return
-        host = np.frombuffer(h, dtype=np.int32).astype(np.int64)
-        src = np.concatenate([s for s, _ in self._waiting]).astype(np.int64)
-        dst = np.concatenate([d for _, d in self._waiting]).astype(np.int64)
+        host = np.frombuffer(h, dtype=np.int32)        # a view: no copy of the whole table per fold
+        src = np.concatenate([s for s, _ in self._waiting])
+        dst = np.concatenate([d for _, d in self._waiting])
         self._waiting = []
-        hs, hd = host[src], host[dst]
+        hs, hd = host[src].astype(np.int64), host[dst].astype(np.int64)
         keep = (hs >= 0) & (hd >= 0) & (hs != hd)
         new = np.unique((hs[keep] << 32) | hd[keep]).tolist()
         n0 = len(self._pairs)
@@ -109,7 +109,7 @@ class LiveHostRanks:
         src, dst = vid[keys >> 32], vid[keys & 0xFFFFFFFF]
         n = len(order)
         hc = harmonic_centrality(n, src, dst, exact_max=self.exact_max, log2m=self.log2m, seed=self.seed)
-        best = np.lexsort((np.arange(n), -hc.values))[: self.top]
+        best = np.argsort(positions(hc.values))[: self.top]     # abc-graph rank's order, ties by id
         names = [self.names[k] for k in order]
         return {"method": hc.method, "rse": round(float(hc.rse), 4), "hosts_known": n, "host_edges": int(keys.size),
                 "top": [{"host": names[v], "harmonic": round(float(hc.values[v]), 4), "se": round(float(hc.se[v]), 4)}

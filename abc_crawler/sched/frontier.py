@@ -126,6 +126,13 @@ class Frontier(URLStates):
             return True
         return any(u > now for u, _ in self._blk_heap)
 
+    def backoff_end(self) -> float:
+        """When the latest back-off in force ends (0: none). Every back-off is in the heap until it
+        ends (an entry a later ``block`` replaced is skipped), so this costs the back-offs set, not
+        every host ever seen."""
+        hosts = self.hosts
+        return max((u for u, h in self._blk_heap if hosts[h].blocked_until == u), default=0.0)
+
     # -- Bucket ------------------------------------------------------------
     def column_of(self, host: str) -> int:
         h = self._host_ids.get(host)
