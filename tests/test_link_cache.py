@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from abc_crawler.config import CrawlConfig
 from abc_crawler.crawl.counters import RankCounters
-from abc_crawler.crawl.links import LinkClassifier
+from abc_crawler.crawl.links import CACHE_GENERATION, DecisionCache, LinkClassifier
 from abc_crawler.web.ownership import HashAssignment
 from abc_crawler.web.scope import Scope, ScopeRules, UrlFilter
 from abc_crawler.web.urls import fingerprint
@@ -22,9 +22,12 @@ RULES = {"none": ScopeRules(),
          "domain+filter": ScopeRules(domains=("a.test",), url_filter=UrlFilter(((False, "/e/"), (True, "."))))}
 
 
-def _crawler(rules: ScopeRules | None = None) -> LinkClassifier:
-    """Rank 1's link decisions under a 4-rank hash assignment, counted into fresh counters."""
-    return LinkClassifier.from_config(CFG, SCOPE, HashAssignment(4), 1, RankCounters(), rules)
+def _crawler(rules: ScopeRules | None = None, generation: int = CACHE_GENERATION) -> LinkClassifier:
+    """Rank 1's link decisions under a 4-rank hash assignment, counted into fresh counters (its
+    caches' generations of ``generation`` entries)."""
+    c = LinkClassifier.from_config(CFG, SCOPE, HashAssignment(4), 1, RankCounters(), rules)
+    c.cache, c._any_host_cache = DecisionCache(generation), DecisionCache(generation)
+    return c
 
 
 PAGES = ["http://a.test/", "http://a.test/d/x.html", "http://a.test/d/e/y.html?q=1", "https://a.test/d/x.html",
@@ -65,11 +68,14 @@ def _urls(c, page, base, hrefs):
     return [t[0] for t in c.targets(page, base, hrefs)]
 
 
+@pytest.mark.parametrize("generation", [CACHE_GENERATION, 3])
 @pytest.mark.parametrize("rules", RULES)
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(PAGES), st.lists(href, max_size=8)), min_size=1, max_size=12))
-def test_cached_decisions_equal_uncached(rules, pages):
-    cached = _crawler(RULES[rules])
+def test_cached_decisions_equal_uncached(rules, generation, pages):
+    """Also with generations of 3 entries: decisions dropped from the bounded cache are made again,
+    the same."""
+    cached = _crawler(RULES[rules], generation)
     total = RankCounters()
     for page, hrefs in pages:
         expect, counts = _uncached(page, hrefs, RULES[rules])
@@ -84,6 +90,24 @@ def test_cached_decisions_equal_uncached(rules, pages):
         total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
         total.out_of_scope_hosts.update(counts.out_of_scope_hosts)
     assert cached.links == total.links and cached.out_of_scope_hosts == total.out_of_scope_hosts
+    assert len(cached.cache) <= 2 * generation
+
+
+def test_the_cache_is_bounded_and_keeps_the_decisions_in_use():
+    """However many distinct links a rank decides, it holds at most two generations of decisions;
+    a link seen on every page (a site's menu) is never decided again."""
+    c = _crawler(generation=50)
+    calls = []
+    classify = c.classify
+    c.classify = lambda href, base, any_host=False: calls.append(href) or classify(href, base, any_host)
+    for i in range(2_000):
+        got = _urls(c, "http://a.test/d/x.html", None, ["/menu.html", f"/p{i}.html"])
+        assert got == ["http://a.test/menu.html", f"http://a.test/p{i}.html"]
+        assert len(c.cache) <= 100
+    assert calls.count("/menu.html") == 1
+    assert len([h for h in calls if h.startswith("/p")]) == 2_000
+    with pytest.raises(ValueError):
+        DecisionCache(0)
 
 
 def test_the_cache_is_used_across_directories():

@@ -21,13 +21,54 @@ from ..web.ownership import Assignment
 from ..web.scope import Scope, ScopeRules
 from ..web.urls import UrlError, canonicalize, fingerprint, host_of
 
-__all__ = ["LinkClassifier", "Target", "CACHE_ENTRIES"]
+__all__ = ["LinkClassifier", "Target", "CACHE_GENERATION", "DecisionCache"]
 
 #: ``(canonical URL, fingerprint, owner rank, wire bytes)``; wire bytes: what sending the URL to its
 #: owner costs, 0 if it is this rank's
 Target = tuple[str, int, int, int]
-#: the decision cache is emptied when it reaches this many entries
-CACHE_ENTRIES = 262_144
+#: the decision cache keeps at most twice this many entries: two generations, the older dropped when
+#: the newer fills (a decision used again is carried into the newer, so a site's menu links stay)
+CACHE_GENERATION = 32_768
+
+
+class DecisionCache:
+    """Link decisions by key, bounded: a newer and an older generation of at most
+    :data:`CACHE_GENERATION` entries each. A miss in the newer that hits the older moves the entry
+    into the newer; when the newer is full it becomes the older and the old older is dropped. So
+    a rank holds at most ``2 * generation`` decisions (about 390 B each, measured: the key, the
+    canonical URL and the decision's tuple; 25 MB at the default) however long it crawls, and the
+    decisions in use survive. (It was one dict emptied at 262,144 entries: up to 100 MB a rank.)"""
+
+    __slots__ = ("new", "old", "generation")
+
+    def __init__(self, generation: int = CACHE_GENERATION):
+        if generation < 1:
+            raise ValueError("a cache generation holds at least one entry")
+        self.generation = generation
+        self.new: dict = {}
+        self.old: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.new) + len(self.old)
+
+    def __iter__(self):
+        yield from self.new
+        yield from (k for k in self.old if k not in self.new)
+
+    def get(self, key):
+        hit = self.new.get(key)
+        if hit is None:
+            hit = self.old.get(key)
+            if hit is not None:
+                self.put(key, hit)
+        return hit
+
+    def put(self, key, hit) -> None:
+        new = self.new
+        if len(new) >= self.generation:
+            self.old = new
+            new = self.new = {}
+        new[key] = hit
 
 
 class LinkClassifier:
@@ -44,7 +85,7 @@ class LinkClassifier:
         # --requisites-any-host: a page's requisites pass the resolve list, the address rule and the
         # trap limits only, not --allowed-domains and the URL filters (Heritrix's transclusion rule)
         self.requisites_any_host = requisites_any_host
-        self._any_host_cache: dict = {}
+        self._any_host_cache = DecisionCache()
         self.rules = rules if rules is not None else ScopeRules()
         self.assign = assignment
         self.rank = rank
@@ -54,7 +95,7 @@ class LinkClassifier:
         self.links = links if links is not None else Counter()
         self.out_of_scope_hosts = out_of_scope_hosts if out_of_scope_hosts is not None else Counter()
         self.sitemaps = sitemaps if sitemaps is not None else Counter()
-        self.cache: dict[str | tuple[str, str], tuple] = {}
+        self.cache = DecisionCache()          # decisions by key, bounded (DecisionCache)
 
     @classmethod
     def from_config(cls, cfg, scope: Scope, assignment: Assignment, rank: int, counters,
@@ -142,9 +183,7 @@ class LinkClassifier:
             if hit is None:
                 hit = self.classify(href, base_url, any_host)
                 if key is not None:
-                    if len(cache) >= CACHE_ENTRIES:
-                        cache.clear()
-                    cache[key] = hit
+                    cache.put(key, hit)
             if hit[0] is not None:
                 out[hit[1]] = hit
             else:
