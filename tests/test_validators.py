@@ -125,3 +125,54 @@ def test_a_304_stands_for_the_earlier_page(tmp_path):
     earlier = load_table(tmp_path / "s1")
     assert rows["payload_date"][i] == earlier["date"][earlier["url"].index(URLS[3])]
     assert warc.not_modified == 1
+
+
+class _Rec:
+    """What the WARC writer hands ValidatorLog.on_page for one stored page."""
+
+    def __init__(self, i: int):
+        self.response = _resp(f"http://h{i % 5}.test/p{i}.html", b"x" * (i % 17),
+                              headers=[("ETag", f'"e{i}"')])
+        self.kind = "response"
+        self.digest = f"sha1:D{i:031d}"
+        self.file, self.offset, self.length = f"w-{i // 1000}.warc.gz", 100 * i, 90 + i % 7
+        self.date = f"2030-01-01T00:00:{i % 60:02d}Z"
+        self.payload_url, self.payload_date = self.response.url, self.date
+
+
+def test_a_spilling_log_holds_few_rows_in_memory_and_gives_every_row_back(tmp_path, monkeypatch):
+    """With a spill file (what a crawling rank uses), the rows go to disk in packed parts of
+    SPILL_ROWS; the checkpoint increments, the table at the end and a resume from the increments
+    are the same as without one; close() removes the file."""
+    import abc_crawler.store.validators as v
+    from abc_crawler.store.validators import unpack_table
+
+    monkeypatch.setattr(v, "SPILL_ROWS", 7)
+    spill = tmp_path / "spill" / "validators-rank-00000.bin"
+    disk, mem = ValidatorLog(spill=spill), ValidatorLog()
+    incs_disk, incs_mem = [], []
+    for i in range(100):
+        rec = _Rec(i)
+        disk.on_page(rec)
+        mem.on_page(rec)
+        assert len(disk._cols["fp"]) < 7                 # never more than SPILL_ROWS rows as objects
+        assert len(disk) == len(mem) == i + 1
+        if i % 23 == 22:                                  # a checkpoint
+            incs_disk.append(disk.take_increment())
+            incs_mem.append(mem.take_increment())
+    assert disk._chunks == [] and spill.stat().st_size > 0
+    for a, b in zip(incs_disk, incs_mem):
+        assert unpack_table(a)["url"] == unpack_table(b)["url"]
+    assert sum(len(t["fp"]) for t in incs_disk) == 92
+    whole = unpack_table(disk.table())
+    assert whole["url"] == unpack_table(mem.table())["url"] == [_Rec(i).response.url for i in range(100)]
+    assert list(whole["offset"]) == [100 * i for i in range(100)]
+    # a resume: the saved increments applied to a fresh log over the same spill file
+    again = ValidatorLog(spill=spill)
+    for t in incs_disk:
+        again.apply_increment(t)
+    assert unpack_table(again.table())["url"] == whole["url"][:92]
+    assert len(again) == 92
+    again.close()
+    disk.close()
+    assert not spill.exists() and not spill.parent.exists()

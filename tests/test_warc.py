@@ -348,3 +348,30 @@ def test_duplicates_inside_one_batch_become_revisits_of_the_first(tmp_path):
 def test_batch_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="batch"):
         RankWarc(tmp_path, 0, batch=0)
+
+
+def test_the_content_seen_table_remembers_first_records_exactly(tmp_path):
+    """ContentSeen (issue 35: compact): the first record of each digest, never a later one; a
+    digest sharing its first 8 bytes with another is not taken for it; the plain form and a
+    version-5 checkpoint's dict give the same table back."""
+    import hashlib
+
+    from abc_crawler.store.contentseen import ContentSeen
+
+    seen = ContentSeen()
+    digests = [hashlib.sha1(b"%d" % i).digest() for i in range(500)]
+    for i, d in enumerate(digests):
+        seen.add(d, f"http://h.test/ü{i}", f"2030-01-01T00:00:{i % 60:02d}.000001Z")
+        seen.add(d, "http://h.test/later", "2031-01-01T00:00:00Z")
+    assert len(seen) == 500
+    assert seen.get(digests[7]) == ("http://h.test/ü7", "2030-01-01T00:00:07.000001Z")
+    twin = digests[3][:8] + bytes(12)                 # same first 8 bytes, another digest
+    assert seen.get(twin) is None and seen.get(hashlib.sha1(b"x").digest()) is None
+    seen.add(twin, "http://h.test/twin", "2030")
+    assert seen.get(twin) is None and seen.get(digests[3])[0] == "http://h.test/ü3"
+    back = ContentSeen.from_plain(seen.as_plain())
+    old = ContentSeen.from_plain({d: seen.get(d) for d in digests})
+    for d in digests:
+        assert back.get(d) == old.get(d) == seen.get(d)
+    with pytest.raises(ValueError):
+        seen.add(b"short", "http://h.test/", "2030")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import resource
 import signal
 import time
+from pathlib import Path
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,7 +157,7 @@ class RankCrawler:
         self.robots = RobotsCache(robots_token_of(cfg), cfg.robots_retry_seconds, enabled=cfg.robots,
                                   max_crawl_delay=cfg.max_crawl_delay, visits=self.hosts)
         # the validators of every page stored (validators.npz at the end; the next session's --previous)
-        self.validators = ValidatorLog()
+        self.validators = ValidatorLog(spill=Path(session_dir) / "spill" / f"validators-rank-{rank:05d}.bin")
         self.previous = previous
         self.warc = RankWarc(session_dir, rank, enabled=cfg.warc, batch=cfg.warc_batch, max_bytes=cfg.warc_max_bytes,
                              info=self.warcinfo(), on_page=self.validators.on_page)

@@ -39,7 +39,7 @@ from .session import atomic_write_bytes, npz_bytes, pack_strings, unpack_strings
 from ..web.urls import fingerprint
 
 __all__ = ["COLUMNS", "ValidatorLog", "PreviousPage", "PreviousShare", "pack_table", "unpack_table",
-           "concat_tables", "write_table", "load_table", "previous_shares", "TABLE_FORMAT"]
+           "concat_tables", "write_table", "load_table", "previous_shares", "TABLE_FORMAT", "SPILL_ROWS"]
 
 TABLE_FORMAT = 1
 
@@ -91,22 +91,42 @@ def _rows(table: dict[str, np.ndarray]) -> int:
     return len(table["fp"])
 
 
+#: rows a rank keeps as Python objects before it packs them (and, with a spill file, writes them out)
+SPILL_ROWS = 4096
+
+
 class ValidatorLog:
     """One rank's validator rows: appended as its pages are stored (:meth:`on_page`, the WARC
     writer's callback), packed at every checkpoint (:meth:`take_increment`, saved in the checkpoint
-    log; :meth:`apply_increment` on resume), sent to rank 0 at the end (:meth:`to_bytes`)."""
+    log; :meth:`apply_increment` on resume), sent to rank 0 at the end (:meth:`to_bytes`).
 
-    def __init__(self):
+    With a ``spill`` file (what a crawling rank uses: ``SESSION/spill/validators-rank-NNNNN.bin``)
+    the packed rows go there, every :data:`SPILL_ROWS` rows and at every checkpoint, and the rank
+    holds at most that many rows in memory however many pages it stores (issue 35: they were
+    ~380 B a page, kept to the end); :meth:`to_bytes` reads them back once, at the end. Without
+    one (tests, tools) the packed rows stay in memory."""
+
+    def __init__(self, spill: str | os.PathLike | None = None):
+        self.spill = Path(spill) if spill is not None else None
+        self._fh = None
         self.reset()
 
     def reset(self) -> None:
         """No rows (a resume starts here, then applies the saved increments)."""
         self._cols: dict[str, list] = {c: [] for c in COLUMNS}
-        self._chunks: list[dict[str, np.ndarray]] = []
+        self._chunks: list[dict[str, np.ndarray]] = []   # packed rows (in memory: no spill file)
+        self._parts: list[tuple[int, int, int]] = []    # (offset, bytes, rows) of each packed part spilled
+        self._taken = 0                                  # parts already returned by take_increment
+        self._rows_packed = 0
         self._carry: dict[str, "PreviousPage"] = {}     # URL -> the earlier answer a 304 stands for
+        if self.spill is not None:
+            self.spill.parent.mkdir(parents=True, exist_ok=True)
+            if self._fh is not None:
+                self._fh.close()
+            self._fh = open(self.spill, "w+b")
 
     def __len__(self) -> int:
-        return len(self._cols["fp"]) + sum(_rows(t) for t in self._chunks)
+        return len(self._cols["fp"]) + self._rows_packed
 
     def expect_not_modified(self, url: str, prev: "PreviousPage") -> None:
         """The page at ``url`` was answered 304: its row carries the earlier answer's validators
@@ -137,27 +157,85 @@ class ValidatorLog:
         cols["payload_date"].append(rec.payload_date)
         cols["body_bytes"].append(prev.body_bytes if prev is not None else len(r.body))
         cols["not_modified"].append(rec.kind == "not_modified")
+        if self._fh is not None and len(cols["fp"]) >= SPILL_ROWS:
+            self._pack()
+
+    def _pack(self) -> None:
+        """The rows in Python lists packed: written to the spill file, or kept packed."""
+        t = pack_table(self._cols)
+        self._cols = {c: [] for c in COLUMNS}
+        n = _rows(t)
+        if not n:
+            return
+        self._rows_packed += n
+        if self._fh is None:
+            self._chunks.append(t)
+            return
+        data = npz_bytes(**t)
+        fh = self._fh
+        off = fh.seek(0, os.SEEK_END)
+        fh.write(data)
+        self._parts.append((off, len(data), n))
+
+    def _read_parts(self, parts) -> list[dict[str, np.ndarray]]:
+        fh = self._fh
+        fh.flush()
+        out = []
+        for off, size, _ in parts:
+            fh.seek(off)
+            with np.load(io.BytesIO(fh.read(size)), allow_pickle=False) as z:
+                out.append({k: z[k] for k in z.files})
+        return out
 
     def take_increment(self) -> dict[str, np.ndarray]:
         """The rows since the last call, packed (kept, and returned for the checkpoint log)."""
-        t = pack_table(self._cols)
-        self._cols = {c: [] for c in COLUMNS}
-        if _rows(t):
-            self._chunks.append(t)
-        return t
+        if self._fh is None:
+            start = len(self._chunks)
+            self._pack()
+            new = self._chunks[start:]
+        else:
+            self._pack()
+            new = self._read_parts(self._parts[self._taken:])
+            self._taken = len(self._parts)
+        if len(new) == 1:
+            return new[0]
+        return concat_tables(new) if new else pack_table(self._cols)
 
     def apply_increment(self, t: dict[str, np.ndarray]) -> None:
         """A resume: rows saved by :meth:`take_increment` before."""
-        if _rows(t):
+        n = _rows(t)
+        if not n:
+            return
+        self._rows_packed += n
+        if self._fh is None:
             self._chunks.append(t)
+            return
+        data = npz_bytes(**t)
+        off = self._fh.seek(0, os.SEEK_END)
+        self._fh.write(data)
+        self._parts.append((off, len(data), n))
+        self._taken = len(self._parts)
 
     def table(self) -> dict[str, np.ndarray]:
         """Every row so far, packed."""
-        self.take_increment()
-        return concat_tables(self._chunks) if self._chunks else pack_table(self._cols)
+        self._pack()
+        tables = self._chunks if self._fh is None else self._read_parts(self._parts)
+        return concat_tables(tables) if tables else pack_table(self._cols)
 
     def to_bytes(self) -> bytes:
         return npz_bytes(**self.table())
+
+    def close(self, remove: bool = True) -> None:
+        """The spill file closed (and removed: the rows went to rank 0)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+            if remove:
+                self.spill.unlink(missing_ok=True)
+                try:
+                    self.spill.parent.rmdir()
+                except OSError:
+                    pass
 
 
 def write_table(session_dir: str | os.PathLike, parts: list[bytes]) -> int:

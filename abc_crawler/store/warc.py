@@ -70,7 +70,8 @@ import zlib
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from .cdxj import cdxj_line, index_lines, index_path, media_type, write_index
+from .contentseen import ContentSeen
+from .cdxj import IndexRuns, cdxj_line, index_lines, index_path, media_type, write_index
 from .warcnames import parse_warc_name, session_prefix, warc_name
 from ..net.fetcher import Response
 
@@ -302,7 +303,7 @@ class RankWarc:
         self.records = 0
         self.revisits = 0
         self.not_modified = 0
-        self._seen: dict[bytes, tuple[str, str]] = {}   # sha1 digest -> (url, date)
+        self._seen = ContentSeen()                      # sha1 digest -> (url, date) of its first record
         self.last_digest = b""                          # the SHA-1 of the last body written (the crawl log's)
         self._next_id = _RecordIds()
         self.gzip = gzip or DEFAULT_GZIP
@@ -311,9 +312,9 @@ class RankWarc:
         self._pending_bytes = 0
         self.closed: list[tuple[str, int]] = []    # (name, bytes) of the files finished, each indexed
         self.seq = 0                               # sequence number of the current (or next) file
+        self._index = IndexRuns(self.dir / self.name)   # CDXJ lines of the current file (sorted runs)
         self._fh = None
         self._size = 0
-        self._index: list[str] = []                # CDXJ lines of the current file
         if enabled:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._open()
@@ -350,11 +351,11 @@ class RankWarc:
         os.fsync(self._fh.fileno())
         self._fh.close()
         self._fh = None
-        write_index(self.dir / self.name, self._index)
+        self._index.write()
         self.closed.append((self.name, self._size))
-        self._index = []
         self.seq += 1
         self._size = 0
+        self._index = IndexRuns(self.dir / self.name)
 
     # -- pages ----------------------------------------------------------------------------------
     def write(self, r: Response, outlinks: str = "", _sha1=hashlib.sha1) -> bool:
@@ -373,11 +374,11 @@ class RankWarc:
         date = _iso(r.t_start)
         if not self.enabled:
             if first is None:
-                self._seen[digest] = (r.url, date)
+                self._seen.add(digest, r.url, date)
             self._placed(r, date, digest, first, None, -1, 0)
             return first is not None
         if first is None and not r.truncated:
-            self._seen[digest] = (r.url, date)
+            self._seen.add(digest, r.url, date)
         self._queue((r, date, digest, first, None, outlinks), len(body))
         return first is not None
 
@@ -515,14 +516,14 @@ class RankWarc:
             self._drain()
         files = list(self.closed) + ([(self.name, self._size)] if self._fh is not None else [])
         return {"offset": self._size if self._fh is not None else 0, "files": files, "seq": self.seq,
-                "seen": dict(self._seen), "records": self.records, "revisits": self.revisits,
+                "seen": self._seen.as_plain(), "records": self.records, "revisits": self.revisits,
                 "not_modified": self.not_modified}
 
     def restore(self, ck: dict) -> None:
         """Go back to a checkpoint: the current file is cut back to its size then, files begun after it
         are removed (with their indexes), files closed before it keep theirs (made again if missing).
         Records written after the checkpoint are dropped: their URLs are fetched again."""
-        self._seen = dict(ck["seen"])
+        self._seen = ContentSeen.from_plain(ck["seen"])
         self._pending, self._pending_bytes = [], 0
         self.records, self.revisits = ck["records"], ck["revisits"]
         self.not_modified = ck.get("not_modified", 0)
@@ -546,13 +547,13 @@ class RankWarc:
         for name, _ in self.closed:
             if not index_path(self.dir / name).exists():
                 write_index(self.dir / name, index_lines(self.dir / name))
-        self._index = []
+        self._index = IndexRuns(self.dir / self.name)
         if current is not None:
             name, size = current
             with open(self.dir / name, "r+b") as fh:
                 fh.truncate(size)
             index_path(self.dir / name).unlink(missing_ok=True)
-            self._index = index_lines(self.dir / name)
+            self._index.extend(index_lines(self.dir / name))
             self._open()
 
     def flush(self) -> None:
