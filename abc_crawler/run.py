@@ -285,6 +285,7 @@ def run_crawl(cfg: CrawlConfig | None, comm: Communicator | None = None, out=Non
     summaries = comm.gather(crawler.summary())
     log_counts = comm.gather(logs.warning_counts())
     rows = comm.gather_bytes(crawler.validators.to_bytes())
+    crawler.validators.close()               # the spilled rows went to rank 0
     stats = None
     if comm.rank == 0:
         if progress is not None:
@@ -366,7 +367,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     graph = co.graph()
     save_graph(sd, graph)
     atomic_write_bytes(sd / "exchange.npz", npz_bytes(**co.exchange_arrays()))
-    graph_stats = {"nodes": co.n_nodes, "edges": len(co.edge_src)}
+    graph_stats = {"nodes": co.n_nodes, "edges": co.n_edges}
     if co.kernels is not None:
         from .kernels.graphstats import graph_json  # (the Cython kernels: rank 0 with --stats only)
 
@@ -466,7 +467,7 @@ def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> di
     for s in summaries:
         for h, d in s.get("crawl_delays", {}).items():
             delays[h] = max(delays.get(h, 0.0), d)
-    req = Counter(host_of(co.urls[i]) for i, r in enumerate(co.rank) if r >= 0 and co.urls[i])
+    req = Counter(host_of(u) for u in (co.urls[i] for i in np.flatnonzero(co.rank.view() >= 0).tolist()) if u)
 
     def bound(h: str, n: int) -> float:
         return n * max(cfg.politeness_delay, delays.get(h, 0.0))     # n pages + robots.txt: n rests

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BURN = ("import time\nend = time.monotonic() + {seconds}\nx = 0\n"
         "while time.monotonic() < end:\n    x += 1\n")
-SUMMARY = re.compile(r"=+ (.*\d+ (?:passed|failed|error).*) in [\d.]+s")
+SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|errors?)\b.*?) in [\d.]+s", re.M)
 
 
 def burners(n: int, seconds: float) -> list[subprocess.Popen]:

@@ -202,7 +202,7 @@ def test_the_publisher_s_final_snapshot_has_the_counters_of_stats_json():
 
     co = type("Co", (), {"ranks": 2, "exchange_rows": [(0, 0, 1, 30, 2), (1, 1, 0, 50, 3)],
                          "step_volume": {0: [10, 20], 1: [5, 0]}, "step_t": {0: 0.1, 1: 0.3},
-                         "step_pages": {0: [3, 1], 1: [2, 2]}, "kernels": None, "n_nodes": 7, "edge_src": [0] * 9})()
+                         "step_pages": {0: [3, 1], 1: [2, 2]}, "kernels": None, "n_nodes": 7, "n_edges": 9})()
     server = Server()
     dash = Dashboard(server, STATUS_FIELDS, {"ranks": 2}, ranks=2)
     st = np.zeros(len(STATUS_FIELDS), np.int64)

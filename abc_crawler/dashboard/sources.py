@@ -185,7 +185,7 @@ def graph_summary(co) -> dict | None:
         return None
     if getattr(co, "kernels", None) is not None:
         return co.kernels.summary()
-    return {"nodes": co.n_nodes, "edges": len(co.edge_src)}
+    return {"nodes": co.n_nodes, "edges": co.n_edges}
 
 
 def kernel_lag(co, summary: dict | None) -> dict | None:

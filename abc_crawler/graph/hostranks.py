@@ -43,6 +43,7 @@ class LiveHostRanks:
         self.names: list[str] = []                 # host id -> name
         self._ids: dict[str, int] = {"": -1}       # name -> host id ("" : a URL without a host)
         self._host_of_row = array("i")             # URL row -> host id (-1: none)
+        self._by_authority: dict[str, int] = {}    # scheme://AUTHORITY/ of canonical URLs -> host id
         self._pairs: set[int] = set()              # distinct src_host << 32 | dst_host, src != dst
         self._waiting: list[tuple[np.ndarray, np.ndarray]] = []   # link rows not folded yet
         self._changed = False
@@ -60,13 +61,21 @@ class LiveHostRanks:
         """Host ids of the URL rows new since the last fold, and the waiting links' host pairs."""
         h = self._host_of_row
         ids = self._ids
-        for i in range(len(h), len(urls)):
-            u = urls[i]
-            name = host_name(u) if u else ""
-            k = ids.get(name)
+        by_auth = self._by_authority
+        for u in urls[len(h):len(urls)]:
+            # canonical URLs: the authority ends at the path's "/"; its host id is cached by it
+            a = u.find("://") + 3
+            e = u.find("/", a)
+            auth = u[a:e] if e >= 0 else u[a:]
+            k = by_auth.get(auth) if a >= 3 else None
             if k is None:
-                k = ids[name] = len(self.names)
-                self.names.append(name)
+                name = host_name(u) if u else ""
+                k = ids.get(name)
+                if k is None:
+                    k = ids[name] = len(self.names)
+                    self.names.append(name)
+                if a >= 3 and "?" not in auth and "#" not in auth:
+                    by_auth[auth] = k
             h.append(k)
         if not self._waiting:
             return
