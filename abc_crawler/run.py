@@ -381,7 +381,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         k: s[k] for k in ("cpu_s", "warc_files", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
                           "idle_empty_s", "exchange_s", "phase_origin", "urls_per_connection", "connections",
                           "robots_fetches", "robots_adopted", "phases", "phase_warmup", "clock_offset_s",
-                          "clock_rtt_s", "clock_syncs", "max_rss_kb", "urls_owned", "urls_known")} for s in summaries]
+                          "clock_rtt_s", "clock_syncs", "max_rss_kb", "urls_owned", "urls_known", "memory")} for s in summaries]
     total = lambda key: sum(s[key] for s in summaries)  # noqa: E731
     sums = totals(summaries)                       # every registered counter's sum, under its stats.json key
     stats = {

@@ -3,7 +3,7 @@
     .venv/bin/python bench/memory.py [--urls 1000000] [--style synthetic|corpus] [--runs 5]
                                     [--out bench/results/memory.json]
     .venv/bin/python bench/memory.py --process [--hosts 2000] [--pages 500000 125000] [--ranks 8]
-                                    [--trace] [--out bench/results/memory_process.json]
+                                    [--trace] [--against CHECKOUT] [--out bench/results/memory_process.json]
 
 ``--process`` (issue 35: where a crawling rank's memory goes) crawls a generated web (nginx) at
 ``--ranks`` with the defaults and the lab settings, once per ``--pages`` size (``--max-pages``
@@ -15,7 +15,9 @@ cancelled), and rank 0's extra over the median crawl rank per graph node and per
 ``--trace`` the larger crawl runs again with ``ABC_TRACEMALLOC`` (abc_crawler/run.py): every rank's
 live Python allocations at the end, by source line, summed into the crawler's structures
 (:data:`STRUCTURES`); what tracemalloc does not see (libcurl, lxml, the Cython seen set's and
-kernels' own allocations, allocator slack) is the RSS less the traced bytes.
+kernels' own allocations, allocator slack) is the RSS less the traced bytes. ``--against
+CHECKOUT`` (an earlier tree with its own ``.venv``, e.g. a ``git worktree``) crawls the same web
+at each size right after this tree, so before and after come from one run.
 
 Each measurement runs in a fresh process: it imports the crawler, then adds N
 distinct canonical URLs (built one by one, as canonicalize() would return
@@ -227,31 +229,45 @@ def _structure(filename: str) -> str:
 
 
 def _crawl_sizes(a) -> dict:
-    """Crawl the web at each size; per size, the sessions' per-rank memory figures."""
+    """Crawl the web at each size (with ``--against``, each size by the other checkout too, right
+    after); per size, the sessions' per-rank memory figures (the other's under ``against:SIZE``)."""
     import harness
     import nginx
 
     web = harness.generated_web(a.hosts, max(a.pages), seed=35, port=a.port)
     out: dict = {}
+    todo = []
+    for pages in sorted(set(a.pages)):
+        todo.append((str(pages), pages, None))
+        if a.against:
+            todo.append((f"against:{pages}", pages, a.against))
+    if a.trace:
+        todo.append(("trace", max(a.pages), None))
     with tempfile.TemporaryDirectory() as tmp, nginx.serve(web, max_seconds=4 * 3600):
-        for pages in sorted(set(a.pages)) + (["trace"] if a.trace else []):
-            session = Path(tmp) / f"s{pages}"
-            extra = [] if pages in ("trace", max(a.pages)) else ["--max-pages", str(pages)]
+        for key, pages, tree in todo:
+            session = Path(tmp) / f"s{key.replace(':', '-')}"
+            extra = [] if pages == max(a.pages) else ["--max-pages", str(pages)]
             env = dict(os.environ)
             trace = Path(tmp) / "trace"
-            if pages == "trace":
+            if key == "trace":
                 env["ABC_TRACEMALLOC"] = str(trace)
-            r = harness.run_measured(harness.abc_command(a.ranks, web, session, *extra), timeout=4 * 3600, env=env)
+            if tree is None:
+                cmd = harness.abc_command(a.ranks, web, session, *extra)
+            else:
+                harness.tree_bytecode(tree)
+                cmd = harness.tree_abc_command(tree, a.ranks, web, session, *extra)
+            r = harness.run_measured(cmd, timeout=4 * 3600, env=env)
             if r["rc"] != 0:
                 raise RuntimeError(f"abc-crawl failed: {r['stderr'][-3000:]}")
             st = json.loads((session / "stats.json").read_text())
             row = {"requests": st["requests"], "wall_s": round(r["wall_s"], 1), "nodes": st["graph"]["nodes"],
                    "edges": st["graph"]["edges"],
-                   "ranks": [{k: p[k] for k in ("rank", "max_rss_kb", "urls_known", "urls_owned")} for p in st["per_rank"]]}
-            if pages == "trace":
+                   "ranks": [{k: p.get(k) for k in ("rank", "max_rss_kb", "urls_known", "urls_owned", "memory")}
+                             for p in st["per_rank"]]}
+            if key == "trace":
                 row["trace"] = _attribute(trace)
-            out[str(pages)] = row
-            print(f"  {pages}: {st['requests']:,} requests in {r['wall_s']:.0f} s; peak RSS per rank "
+            out[key] = row
+            print(f"  {key}: {st['requests']:,} requests in {r['wall_s']:.0f} s; peak RSS per rank "
                   + ", ".join(f"{p['max_rss_kb'] // 1024} MB/{p['urls_known']:,} URLs" for p in row["ranks"]), flush=True)
     return out
 
@@ -275,6 +291,27 @@ def _attribute(trace: Path) -> list[dict]:
     return out
 
 
+def _slopes(res: dict, runs: dict, lo_key: str, hi_key: str, ranks: int, what: str) -> None:
+    """The RSS slope per known URL of each rank between two sizes, and rank 0's extra per node
+    and per edge, into ``res``; printed."""
+    lo, hi = runs[lo_key], runs[hi_key]
+    slopes = []
+    for p, q in zip(lo["ranks"], hi["ranks"]):
+        du = q["urls_known"] - p["urls_known"]
+        slopes.append(round((q["max_rss_kb"] - p["max_rss_kb"]) * 1024 / du, 1) if du > 0 else None)
+    res["slope_bytes_per_known_url"] = slopes
+    crawl = [s for s in slopes[1:] if s is not None]
+    med = sorted(crawl)[len(crawl) // 2] if crawl else None
+    extra = lambda run: run["ranks"][0]["max_rss_kb"] * 1024 - sorted(  # noqa: E731
+        r["max_rss_kb"] * 1024 for r in run["ranks"][1:])[len(run["ranks"][1:]) // 2] if len(run["ranks"]) > 1 else 0
+    dn, de = hi["nodes"] - lo["nodes"], hi["edges"] - lo["edges"]
+    d0 = extra(hi) - extra(lo)
+    res["rank0_extra_bytes"] = {"per_node": round(d0 / dn, 1) if dn else None, "per_edge": round(d0 / de, 1) if de else None}
+    print(f"{what}: RSS slope per known URL, crawl ranks 1..{ranks - 1}: {slopes[1:]} B (median {med} B; goal <= 400)")
+    print(f"rank 0 beyond the median crawl rank: {res['rank0_extra_bytes']['per_node']} B per node, "
+          f"{res['rank0_extra_bytes']['per_edge']} B per edge (the two ends of the same ΔRSS)")
+
+
 def process_main(a) -> int:
     """``--process``: see the module's docstring."""
     import harness
@@ -285,22 +322,18 @@ def process_main(a) -> int:
     sizes = sorted(set(a.pages))
     res: dict = {"benchmark": "memory --process", "args": vars(a), "runs": runs}
     if len(sizes) >= 2:
-        lo, hi = runs[str(sizes[0])], runs[str(sizes[-1])]
-        slopes = []
-        for p, q in zip(lo["ranks"], hi["ranks"]):
-            du = q["urls_known"] - p["urls_known"]
-            slopes.append(round((q["max_rss_kb"] - p["max_rss_kb"]) * 1024 / du, 1) if du > 0 else None)
-        res["slope_bytes_per_known_url"] = slopes
-        crawl = [s for s in slopes[1:] if s is not None]
-        med = sorted(crawl)[len(crawl) // 2] if crawl else None
-        extra = lambda run: run["ranks"][0]["max_rss_kb"] * 1024 - sorted(  # noqa: E731
-            r["max_rss_kb"] * 1024 for r in run["ranks"][1:])[len(run["ranks"][1:]) // 2] if len(run["ranks"]) > 1 else 0
-        dn, de = hi["nodes"] - lo["nodes"], hi["edges"] - lo["edges"]
-        d0 = extra(hi) - extra(lo)
-        res["rank0_extra_bytes"] = {"per_node": round(d0 / dn, 1) if dn else None, "per_edge": round(d0 / de, 1) if de else None}
-        print(f"RSS slope per known URL, crawl ranks 1..{a.ranks - 1}: {slopes[1:]} B (median {med} B; goal <= 400)")
-        print(f"rank 0 beyond the median crawl rank: {res['rank0_extra_bytes']['per_node']} B per node, "
-              f"{res['rank0_extra_bytes']['per_edge']} B per edge (the two ends of the same ΔRSS)")
+        _slopes(res, runs, str(sizes[0]), str(sizes[-1]), a.ranks, "this tree")
+        if a.against:
+            res["against"] = {}
+            _slopes(res["against"], runs, f"against:{sizes[0]}", f"against:{sizes[-1]}", a.ranks, a.against)
+    big = runs[str(sizes[-1])]["ranks"]
+    if big and big[0].get("memory"):
+        print(f"where the memory goes at {sizes[-1]:,} pages (stats.json per_rank memory; bytes per known URL):")
+        for p in big:
+            m, n = p["memory"], max(1, p["urls_known"])
+            print(f"  rank {p['rank']}: RSS {p['max_rss_kb'] * 1024 / n:,.0f} B/URL; "
+                  + ", ".join(f"{k.removesuffix('_bytes')} {v / n:,.1f}" for k, v in m.items() if k.endswith("_bytes"))
+                  + "; " + ", ".join(f"{k} {v:,}" for k, v in m.items() if not k.endswith("_bytes")))
     if a.trace:
         for t in runs["trace"]["trace"]:
             top = ", ".join(f"{k} {v / 2 ** 20:.1f}" for k, v in list(t["by_structure"].items())[:8])
@@ -324,6 +357,8 @@ def main() -> int:
         ap.add_argument("--ranks", type=int, default=8)
         ap.add_argument("--port", type=int, default=18085)
         ap.add_argument("--trace", action="store_true", help="run the largest size again with tracemalloc")
+        ap.add_argument("--against", default=None,
+                        help="another checkout (with its own .venv) crawled at each size right after this one")
         ap.add_argument("--out", default=None)
         return process_main(ap.parse_args())
 
@@ -335,8 +370,8 @@ def main() -> int:
     ap.add_argument("--out", default=str(RESULTS / "memory.json"))
     ap.add_argument("--process", action="store_true",
                     help="crawl a generated web instead (see the module's docstring): takes --hosts, --pages, --ranks, "
-                         "--port, --trace, --out")
-    for flag in ("--hosts", "--pages", "--ranks", "--port"):
+                         "--port, --trace, --against, --out")
+    for flag in ("--hosts", "--pages", "--ranks", "--port", "--against"):
         ap.add_argument(flag, help="with --process")
     ap.add_argument("--trace", action="store_true", help="with --process: run the largest size again with tracemalloc")
     a = ap.parse_args()

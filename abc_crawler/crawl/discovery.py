@@ -64,6 +64,10 @@ class Discovery:
     def __len__(self) -> int:
         return len(self.hop)
 
+    def nbytes(self) -> int:
+        """Bytes held: the two columns and the referrer table."""
+        return len(self.hop) + 4 * len(self.via) + len(self._text) + 8 * len(self._end)
+
     def referrer(self, url: str) -> int:
         """A new referrer id for ``url``."""
         self._text += url.encode()

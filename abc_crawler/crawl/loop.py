@@ -465,6 +465,24 @@ class RankCrawler:
         ru = resource.getrusage(resource.RUSAGE_SELF)
         return self.cpu_before + ru.ru_utime + ru.ru_stime
 
+    def memory_held(self) -> dict:
+        """Where this rank's memory goes, by structure (bytes, or entries where noted): what
+        ``bench/memory.py --process`` sets beside the RSS (issue 35). Rank 0 adds its graph."""
+        links = self.links
+        out = {
+            "seen_bytes": self.seen.nbytes,
+            "frontier_bytes": self.frontier.nbytes(),
+            "discovery_bytes": self.router.discovery.nbytes(),
+            "content_seen_bytes": self.warc.content_seen_bytes(),
+            "link_cache_entries": len(links.cache) + len(links._any_host_cache),
+            "validator_rows_in_memory": self.validators.rows_in_memory,
+            "cdxj_lines_in_memory": self.warc.index_lines_in_memory,
+            "outbox_urls": self.router.queued,
+        }
+        if self.rank0 is not None:
+            out["graph_bytes"] = sum(self.rank0.coordinator.nbytes_held().values())
+        return out
+
     def summary(self) -> dict:
         c = self.counters
         idle = self.runner.idle
@@ -484,7 +502,7 @@ class RankCrawler:
             "phases": pc.n_phases if pc is not None else 0, "phase_warmup": pc.warmup if pc is not None else 0,
             "connections": conns, "idle_s": round(idle.total, 3),
             "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            "urls_owned": len(self.frontier), "urls_known": len(self.seen),
+            "urls_owned": len(self.frontier), "urls_known": len(self.seen), "memory": self.memory_held(),
             "frontier": self.frontier.counts(), "warc_records": self.warc.records,
             "warc_revisits": self.warc.revisits,
             "robots_redirects": self.robots.redirects, "refused_connections": self.fetcher.refused,

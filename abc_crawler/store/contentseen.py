@@ -26,6 +26,10 @@ class ContentSeen:
     def __len__(self) -> int:
         return len(self._off) - 1
 
+    def nbytes(self) -> int:
+        """Bytes held: the map's table, the entries' buffer and their offsets."""
+        return self._map.nbytes + len(self._blob) + 8 * len(self._off)
+
     @staticmethod
     def _key(digest: bytes) -> int:
         return int.from_bytes(digest[:8], "little")

@@ -128,6 +128,11 @@ class ValidatorLog:
     def __len__(self) -> int:
         return len(self._cols["fp"]) + self._rows_packed
 
+    @property
+    def rows_in_memory(self) -> int:
+        """Rows held as Python objects or packed in memory (not spilled)."""
+        return len(self._cols["fp"]) + sum(_rows(t) for t in self._chunks)
+
     def expect_not_modified(self, url: str, prev: "PreviousPage") -> None:
         """The page at ``url`` was answered 304: its row carries the earlier answer's validators
         (unless the 304 sent new ones) and body size."""

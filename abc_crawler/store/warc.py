@@ -319,6 +319,14 @@ class RankWarc:
             self.dir.mkdir(parents=True, exist_ok=True)
             self._open()
 
+    def content_seen_bytes(self) -> int:
+        return self._seen.nbytes()
+
+    @property
+    def index_lines_in_memory(self) -> int:
+        """CDXJ lines of the current file not yet written out in a sorted run."""
+        return len(self._index)
+
     # -- files ----------------------------------------------------------------------------------
     @property
     def name(self) -> str:
