@@ -137,3 +137,14 @@ def test_memory_per_url_row_and_per_edge():
     assert per_row <= 100, held          # beyond the URL's own text
     assert per_edge <= 16, held          # a link's two ends and kind, an edge's index, as capacity grows
     assert list(co.urls)[:3] == urls[:3] and co.urls[n - 1] == urls[-1]
+
+
+def test_a_url_named_twice_in_one_report_gets_one_row_with_its_text():
+    co = Coordinator(ranks=2)
+    a, b, c = "http://a.test/", "http://b.test/", "http://c.test/"
+    first = SuperstepReport(rank=0, superstep=0, new_fp=[fingerprint(a)], new_urls=[a])
+    co.consume(encode_report(first))
+    rep = SuperstepReport(rank=1, superstep=0, new_fp=[fingerprint(b), fingerprint(a), fingerprint(b), fingerprint(c)],
+                          new_urls=[b, a, b, c])
+    co.consume(encode_report(rep))
+    assert list(co.urls) == [a, b, c] and co.n_urls == 3

@@ -368,9 +368,11 @@ class Coordinator:
             else:                                     # some known already (from other ranks)
                 texts = blob.decode("utf-8").split("\n")
                 is_new = rows >= start
-                if len(fresh):
+                if len(fresh):                        # each new row's text at its first mention
                     self._new_rows(fresh)
-                    self.urls.append([t for t, f in zip(texts, is_new.tolist()) if f])
+                    _, at = np.unique(rows, return_index=True)
+                    at = at[rows[at] >= start]        # (unique sorts by row: new rows in order)
+                    self.urls.append([texts[j] for j in at.tolist()])
                 old = np.flatnonzero(~is_new)
                 missing = old[self.urls.text_lengths(rows[old]) == 0]   # a row made before its text
                 for j in missing.tolist():
