@@ -467,7 +467,7 @@ def time_bounds(co, summaries: list[dict], cfg, wall: float, top: int = 5) -> di
     for s in summaries:
         for h, d in s.get("crawl_delays", {}).items():
             delays[h] = max(delays.get(h, 0.0), d)
-    req = Counter(host_of(u) for u in (co.urls[i] for i in np.flatnonzero(co.rank.view() >= 0).tolist()) if u)
+    req = Counter(host_of(u) for u in (co.urls[i] for i in np.flatnonzero(np.asarray(co.rank[:]) >= 0).tolist()) if u)
 
     def bound(h: str, n: int) -> float:
         return n * max(cfg.politeness_delay, delays.get(h, 0.0))     # n pages + robots.txt: n rests
