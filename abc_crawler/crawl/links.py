@@ -97,6 +97,11 @@ class LinkClassifier:
         self.sitemaps = sitemaps if sitemaps is not None else Counter()
         self.cache = DecisionCache()          # decisions by key, bounded (DecisionCache)
 
+    @property
+    def cached_decisions(self) -> int:
+        """Decisions held by the two caches (each bounded: :class:`DecisionCache`)."""
+        return len(self.cache) + len(self._any_host_cache)
+
     @classmethod
     def from_config(cls, cfg, scope: Scope, assignment: Assignment, rank: int, counters,
                     rules: ScopeRules | None = None) -> "LinkClassifier":

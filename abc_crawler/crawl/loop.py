@@ -468,13 +468,12 @@ class RankCrawler:
     def memory_held(self) -> dict:
         """Where this rank's memory goes, by structure (bytes, or entries where noted): what
         ``bench/memory.py --process`` sets beside the RSS (issue 35). Rank 0 adds its graph."""
-        links = self.links
         out = {
             "seen_bytes": self.seen.nbytes,
             "frontier_bytes": self.frontier.nbytes(),
             "discovery_bytes": self.router.discovery.nbytes(),
             "content_seen_bytes": self.warc.content_seen_bytes(),
-            "link_cache_entries": len(links.cache) + len(links._any_host_cache),
+            "link_cache_entries": self.links.cached_decisions,
             "validator_rows_in_memory": self.validators.rows_in_memory,
             "cdxj_lines_in_memory": self.warc.index_lines_in_memory,
             "outbox_urls": self.router.queued,

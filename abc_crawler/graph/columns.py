@@ -126,13 +126,12 @@ class URLText:
         """``n`` rows' texts joined by ``\\n`` (a report's ``new_urls``), in order."""
         if n == 0:
             return
-        raw = np.frombuffer(blob, dtype=np.uint8)
-        ends = np.flatnonzero(raw == 10)
+        ends = np.flatnonzero(np.frombuffer(blob, dtype=np.uint8) == 10)
+        if len(ends) != n - 1:
+            raise ValueError(f"a report's URL blob holds {len(ends) + 1} URLs for {n} fingerprints")
         base = len(self.blob)
         self.blob += blob
         self.blob += b"\n"
-        if len(ends) != n - 1:
-            raise ValueError(f"a report's URL blob holds {len(ends) + 1} URLs for {n} fingerprints")
         self.off.extend(np.concatenate([ends + 1, [len(blob) + 1]]) + base)
 
     def append(self, texts: list[str]) -> None:

@@ -332,10 +332,6 @@ class Coordinator:
         for col in (self.status, self.rank, self.nbytes, self.superstep, self.node, self.kind):
             col.grow(k)
 
-    def _row(self, fp: int) -> int:
-        """The row of one fingerprint (made when new)."""
-        return int(self._rows_of(np.array([fp], dtype=np.uint64))[0])
-
     def _kind_id(self, kind: str) -> int:
         k = self._kind_ids.get(kind)
         if k is None:

@@ -113,15 +113,27 @@ def index_path(warc_path: str | os.PathLike) -> Path:
 
 def write_index(warc_path: str | os.PathLike, lines: list[str]) -> Path:
     """Write the index of ``warc_path`` atomically: ``lines`` sorted, each distinct line once."""
-    from .session import atomic_write_bytes
+    return _write_sorted(warc_path, sorted(lines))
 
-    out, last = [], None
-    for line in sorted(lines):
-        if line != last:
-            out.append(line)
-        last = line
+
+def _write_sorted(warc_path: str | os.PathLike, lines) -> Path:
+    """The index of ``warc_path`` from ``lines`` in sorted order, each distinct line once: streamed
+    to a temporary file beside it (no copy of the whole index), fsynced, then renamed."""
     path = index_path(warc_path)
-    atomic_write_bytes(path, "".join(out).encode("utf-8"))
+    tmp = path.with_name(f".{path.name}.merge.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as out:
+            last = None
+            for line in lines:
+                if line != last:
+                    out.write(line)
+                last = line
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -166,29 +178,13 @@ class IndexRuns:
 
     def write(self) -> Path:
         """The index file, merged from the runs and the lines left; the runs removed."""
-        if not self.runs:
-            path = write_index(self.warc_path, self.lines)
-            self.lines = []
-            return path
         self.lines.sort()
-        path = index_path(self.warc_path)
-        tmp = path.with_name(f".{path.name}.merge.tmp")
         files = [open(p, encoding="utf-8") for p in self.runs]
         try:
-            with open(tmp, "w", encoding="utf-8") as out:     # streamed: no copy of the whole index
-                last = None
-                for line in heapq.merge(self.lines, *files):
-                    if line != last:
-                        out.write(line)
-                    last = line
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
+            path = _write_sorted(self.warc_path, heapq.merge(self.lines, *files))
         finally:
             for fh in files:
                 fh.close()
-            tmp.unlink(missing_ok=True)
         self.discard()
         return path
 

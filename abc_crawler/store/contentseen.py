@@ -34,15 +34,18 @@ class ContentSeen:
     def _key(digest: bytes) -> int:
         return int.from_bytes(digest[:8], "little")
 
+    @staticmethod
+    def _entry(rec: bytes) -> tuple[bytes, str, str]:
+        """``(digest, URL, date)`` of one entry of the buffer."""
+        url, _, date = rec[20:].decode("utf-8").partition("\n")
+        return bytes(rec[:20]), url, date
+
     def get(self, digest: bytes) -> tuple[str, str] | None:
         i = self._map.get(self._key(digest))
         if i < 0:
             return None
-        rec = self._blob[self._off[i]:self._off[i + 1]]
-        if rec[:20] != digest:
-            return None
-        url, _, date = rec[20:].decode("utf-8").partition("\n")
-        return url, date
+        first, url, date = self._entry(self._blob[self._off[i]:self._off[i + 1]])
+        return (url, date) if first == digest else None
 
     def add(self, digest: bytes, url: str, date: str) -> None:
         """The first record of ``digest`` (a later one of the same key is not kept)."""
@@ -69,9 +72,7 @@ class ContentSeen:
         if set(d) == {"blob", "off"}:
             blob, off = bytes(d["blob"]), np.asarray(d["off"], dtype=np.uint64).tolist()
             for a, b in zip(off, off[1:]):
-                rec = blob[a:b]
-                url, _, date = rec[20:].decode("utf-8").partition("\n")
-                seen.add(rec[:20], url, date)
+                seen.add(*cls._entry(blob[a:b]))
             return seen
         for digest, (url, date) in d.items():
             seen.add(bytes(digest), url, date)

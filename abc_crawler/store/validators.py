@@ -169,6 +169,10 @@ class ValidatorLog:
         """The rows in Python lists packed: written to the spill file, or kept packed."""
         t = pack_table(self._cols)
         self._cols = {c: [] for c in COLUMNS}
+        self._store(t)
+
+    def _store(self, t: dict[str, np.ndarray]) -> None:
+        """A packed part: into the spill file, or kept in memory without one."""
         n = _rows(t)
         if not n:
             return
@@ -177,9 +181,8 @@ class ValidatorLog:
             self._chunks.append(t)
             return
         data = npz_bytes(**t)
-        fh = self._fh
-        off = fh.seek(0, os.SEEK_END)
-        fh.write(data)
+        off = self._fh.seek(0, os.SEEK_END)
+        self._fh.write(data)
         self._parts.append((off, len(data), n))
 
     def _read_parts(self, parts) -> list[dict[str, np.ndarray]]:
@@ -208,17 +211,7 @@ class ValidatorLog:
 
     def apply_increment(self, t: dict[str, np.ndarray]) -> None:
         """A resume: rows saved by :meth:`take_increment` before."""
-        n = _rows(t)
-        if not n:
-            return
-        self._rows_packed += n
-        if self._fh is None:
-            self._chunks.append(t)
-            return
-        data = npz_bytes(**t)
-        off = self._fh.seek(0, os.SEEK_END)
-        self._fh.write(data)
-        self._parts.append((off, len(data), n))
+        self._store(t)
         self._taken = len(self._parts)
 
     def table(self) -> dict[str, np.ndarray]:
