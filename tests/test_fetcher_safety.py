@@ -185,3 +185,24 @@ def test_no_proxy_sends_listed_hosts_direct():
     assert ProxySettings.from_value("env", {"ALL_PROXY": "http://p.test:1"}).for_url("https://a.test/") == "http://p.test:1"
     assert ProxySettings.from_value("env", {"all_proxy": "http://p.test:1", "no_proxy": "*"}).for_url("http://a.test/") == ""
     assert ProxySettings.from_value(None).for_url("http://a.test/") == ""
+
+
+def test_the_ranks_copy_of_the_ca_bundle_leaves_no_file_when_a_rank_is_killed(certs, tmp_path):
+    """Each rank hands libcurl its copy of the CAs by file name; a rank ended by os._exit or a
+    signal (MPI aborts do that) runs no atexit, so the copy must not be a file on disk."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from abc_crawler.net.tls import load_ca_bundle\n"
+            f"b = load_ca_bundle({str(certs.ca)!r}); p = b.path()\n"
+            "assert b.path() == p\n"
+            "assert open(p, 'rb').read() == b.pem, 'the copy does not hold the bundle'\n"
+            "print(p); sys.stdout.flush(); os._exit(0)\n")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "TMPDIR": str(tmp)},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().startswith("/proc/self/fd/")
+    assert list(tmp.iterdir()) == []

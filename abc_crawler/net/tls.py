@@ -7,9 +7,10 @@ SUSE and Alpine. The search matters: the libcurl inside the ``pycurl`` wheel
 was built on RHEL and looks for ``/etc/pki/tls/certs/ca-bundle.crt``, which a
 Debian host does not have (every https request would fail). Rank 0 reads the
 bundle and sends its bytes to every rank (curl's ``CAINFO_BLOB``), so all ranks
-trust the same CAs wherever they run; each rank then keeps a private copy in a
-temporary file for curl's ``CAINFO``, which lets libcurl parse it once and
-cache it instead of once per connection.
+trust the same CAs wherever they run; each rank then keeps a private copy in an
+anonymous in-memory file (``memfd_create``, named ``/proc/self/fd/N``) for curl's ``CAINFO``,
+which lets libcurl parse it once and cache it instead of once per connection. Nothing is
+written to disk, so a rank that is killed leaves no file behind.
 
 :func:`tls_error_kind` turns a libcurl TLS error into the kind counted in
 ``stats.json["errors"]``.
@@ -55,20 +56,32 @@ class CaBundle:
     source: str
 
     def path(self) -> str:
-        """A file holding :attr:`pem` on this host (written once per process, removed at exit)."""
+        """A file name holding :attr:`pem` in this process (made once per process): an anonymous
+        in-memory file where the system has ``memfd_create`` (nothing on disk, gone with the
+        process however it ends), else a temporary file removed at exit."""
         holder = _COPIES.get(id(self))
         if holder is None:
-            fd, name = tempfile.mkstemp(prefix="abc-ca-", suffix=".pem")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self.pem)
-            import atexit
-
-            atexit.register(_remove, name)
-            holder = _COPIES[id(self)] = name
+            holder = _COPIES[id(self)] = _private_copy(self.pem)
         return holder
 
 
 _COPIES: dict[int, str] = {}
+
+
+def _private_copy(pem: bytes) -> str:
+    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
+        fd = os.memfd_create("abc-ca", 0)          # kept open for the process's lifetime
+        view = memoryview(pem)
+        while view:
+            view = view[os.write(fd, view):]
+        return f"/proc/self/fd/{fd}"
+    fd, name = tempfile.mkstemp(prefix="abc-ca-", suffix=".pem")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(pem)
+    import atexit
+
+    atexit.register(_remove, name)
+    return name
 
 
 def _remove(name: str) -> None:
