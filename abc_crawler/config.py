@@ -138,6 +138,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("warc_outlinks", bool, True, "after each stored answer that links somewhere, a WARC metadata record (application/warc-fields, WARC-Concurrent-To the answer's record) lists the links followed, one 'outlink: URL HOP' line each, HOP the crawl log's and Heritrix's hop code: L navigation, E embed (a requisite), R redirect or refresh"),
     Setting("warc_max_bytes", int, 1_000_000_000, "a rank's WARC file is closed (and its CDXJ index written) once it holds this many bytes; the next one continues", 1),
     Setting("previous", str, None, "a session directory of an earlier crawl: its URLs are asked with If-None-Match/If-Modified-Since, a 304 is stored as a revisit and keeps the page's links; URLs it knew but did not fetch become seeds"),
+    Setting("memory_budget", int, None, "bytes a rank's URL-seen set and frontier may hold in memory before they spill to disk under SESSION/spill (sorted fingerprint runs checked in bulk; each host's later URLs in order); takes units (512M, 2G); default: half the machine's memory shared by the ranks on it", 64 << 10),
     Setting("warc_batch", int, 64, "pages whose WARC records are serialized and compressed together (1: each page as it arrives); a batch also ends at 1 MiB of bodies and before every checkpoint", 1),
 )
 
@@ -155,7 +156,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("politeness", ("politeness_delay", "delay_factor", "max_delay", "max_crawl_delay", "ip_politeness_delay",
                     "active_hosts", "robots", "robots_token", "robots_retry_seconds", "host_max_failures")),
     ("limits", ("max_pages", "time_limit", "max_pages_per_host", "accept_types", "max_body_bytes", "max_inflated_bytes",
-                "max_url_length", "max_links_per_page", "max_path_depth", "max_segment_repeats", "stall_seconds")),
+                "max_url_length", "max_links_per_page", "max_path_depth", "max_segment_repeats", "stall_seconds", "memory_budget")),
     ("assignment and phases", ("assign", "remap", "assign_buckets", "phases", "n_phases", "phase_seconds",
                                "phase_warmup", "phase_guard", "slot_handover", "max_slot_cuts",
                                "clock_refresh_seconds")),
@@ -167,7 +168,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 #: test hooks: accepted by the command line and the config file, not listed by --help
 HIDDEN: tuple[str, ...] = ("test_stall", "test_clock_skew", "test_rank_header", "test_crash")
 #: byte counts that take units (``10M``, ``1G``: :func:`abc_crawler.units.parse_size`)
-SIZES = frozenset({"max_body_bytes", "max_inflated_bytes", "warc_max_bytes"})
+SIZES = frozenset({"max_body_bytes", "max_inflated_bytes", "warc_max_bytes", "memory_budget"})
 #: seconds that take units (``90s``, ``2h``: :func:`abc_crawler.units.parse_duration`)
 DURATIONS = frozenset(s.name for s in SETTINGS if s.type is float) - {"delay_factor", "stats_distance_error"}
 

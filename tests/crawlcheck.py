@@ -614,6 +614,17 @@ def host_overlaps(rows: list[dict]) -> int:
     return n
 
 
+def newest_checkpoint(session: Path, ranks: int = 4) -> int:
+    """The newest superstep every rank has checkpointed (-1: some rank has none yet). A kill before
+    every rank holds a common checkpoint leaves nothing to resume from, and --resume refuses it."""
+    d = session / "checkpoint"
+    newest = []
+    for r in range(ranks):
+        steps = [int(p.name.split(".")[1]) for p in d.glob(f"rank-{r:05d}.*.ckpt")] if d.is_dir() else []
+        newest.append(max(steps, default=-1))
+    return min(newest)
+
+
 def rank_pids(marker: str) -> list[int]:
     """PIDs of abc-crawl rank processes (not mpiexec) whose command line contains ``marker``."""
     import subprocess

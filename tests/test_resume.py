@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import LAB, MPIEXEC, check_indexes, check_session, generate, rank_pids, serve
+from crawlcheck import LAB, MPIEXEC, check_indexes, check_session, generate, newest_checkpoint, rank_pids, serve
 
 BIN = Path(sys.executable).parent
 
@@ -29,17 +29,6 @@ def web(tmp_path_factory):
     d = tmp_path_factory.mktemp("rweb")
     generate(d, n_hosts=8, n_pages=900, seed=31)
     return d
-
-
-def _newest_checkpoint(session: Path, ranks: int = 4) -> int:
-    """The newest superstep every rank has checkpointed (-1: some rank has none yet). A kill before
-    every rank holds a common checkpoint leaves nothing to resume from, and --resume refuses it."""
-    d = session / "checkpoint"
-    newest = []
-    for r in range(ranks):
-        steps = [int(p.name.split(".")[1]) for p in d.glob(f"rank-{r:05d}.*.ckpt")] if d.is_dir() else []
-        newest.append(max(steps, default=-1))
-    return min(newest)
 
 
 @pytest.mark.parametrize("how", ["kill9-one", "kill9-all", "sigterm"])
@@ -55,7 +44,7 @@ def test_resume_loses_and_duplicates_nothing(web, tmp_path, how):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
-            while _newest_checkpoint(session) < after and proc.poll() is None and time.monotonic() < deadline:
+            while newest_checkpoint(session) < after and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert proc.poll() is None, "the crawl ended before it could be interrupted"
             pids = rank_pids(str(session))
@@ -114,7 +103,7 @@ def test_kill9_with_rotated_warc_files_then_resume(web, tmp_path):
         try:
             deadline = time.monotonic() + 60
             # kill once some rank has rotated and a common checkpoint exists
-            while ((_newest_checkpoint(session) < 2 or len(list((session / "warc").glob("*.cdxj"))) < 2)
+            while ((newest_checkpoint(session) < 2 or len(list((session / "warc").glob("*.cdxj"))) < 2)
                    and proc.poll() is None and time.monotonic() < deadline):
                 time.sleep(0.02)
             assert proc.poll() is None, "the crawl ended before it could be interrupted"

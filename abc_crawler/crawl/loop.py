@@ -37,7 +37,9 @@ from ..sched.phases import HolderTable, PhaseClock, uses_phases
 from ..sched.politeness import warm_slot_needed
 from ..net.robots import RobotsCache, decode_shared, encode_shared
 from ..web.scope import Scope, ScopeRules
-from ..sched.seen import new_fpset
+from ..sched.budget import default_budget, mem_total, memory_shares, overflow_buffers
+from ..sched.overflow import HostQueues
+from ..sched.seenruns import SpillingSeen
 from ..net.sitemaps import seed_sitemap_urls
 from ..sched.stopping import dropped_by_limits
 from ..sched.watchdog import STALL_FATAL, StallWatch
@@ -143,7 +145,15 @@ class RankCrawler:
         self.hosts = self.frontier.hosts
         # URLs admitted here or sent to their owner, with a REPORTED flag per fingerprint (URLs whose
         # text rank 0 already has from this rank): one exact uint64 table
-        self.seen = new_fpset(journal=cfg.checkpoint_seconds > 0)
+        # Both within their shares of --memory-budget, past which they spill to SESSION/spill
+        # (sched/seenruns, sched/overflow; the default budget: sched/budget)
+        self.memory_budget = cfg.memory_budget or default_budget(mem_total(), comm.ranks_on_node())
+        seen_bytes, waiting_urls = memory_shares(self.memory_budget)
+        spill = Path(session_dir) / "spill"
+        self.seen = SpillingSeen(spill, f"seen-rank-{rank:05d}", seen_bytes, journal=cfg.checkpoint_seconds > 0)
+        block, buffered = overflow_buffers(self.memory_budget)
+        self.frontier.enable_overflow(HostQueues(spill, f"frontier-rank-{rank:05d}", block_bytes=block,
+                                                 buffer_bytes=buffered), waiting_urls)
         # where the fetcher may connect (the resolve list's addresses are the user's choice); the
         # user's scope rules, proxies and CAs come from rank 0
         body_cap, typed_caps = body_caps_of(cfg.max_body_bytes)
@@ -448,6 +458,8 @@ class RankCrawler:
             self.rank0.journal.close()
         self.warc.close()
         self.crawl_log.close()
+        self.frontier.close_overflow()               # what spilled is not needed any more
+        self.seen.close()
 
     # -- checkpoints and the summary ---------------------------------------------------------------
     def write_checkpoint(self) -> None:
@@ -477,6 +489,11 @@ class RankCrawler:
             "validator_rows_in_memory": self.validators.rows_in_memory,
             "cdxj_lines_in_memory": self.warc.index_lines_in_memory,
             "outbox_urls": self.router.queued,
+            "memory_budget": self.memory_budget,
+            "seen_spills": self.seen.spills,
+            "seen_disk_bytes": self.seen.runs.bytes_written,
+            "frontier_urls_on_disk": self.frontier.n_spilled,
+            "frontier_disk_bytes": self.frontier.overflow_bytes_written,
         }
         if self.rank0 is not None:
             out["graph_bytes"] = sum(self.rank0.coordinator.nbytes_held().values())

@@ -7,8 +7,16 @@ most once; the owner's seen set makes "fetched at most once" hold across ranks.
 What travels with a URL to its owner (:mod:`abc_crawler.web.urlline`): the redirect hops that led to
 it, its link depth (``--max-depth``) and whether it is a sitemap file. Only links — targets found
 on a page — count towards Türk's volume and messages and go into the report; seeds and the URLs
-sitemaps list are not links."""
+sitemaps list are not links.
+
+Past its memory share the seen set keeps most fingerprints on disk (:mod:`abc_crawler.sched.seenruns`)
+and answers None for a URL it cannot decide in memory; such URLs wait in :attr:`Router.pending` and
+go on — to the frontier or the outbox, in the order they came — when :meth:`Router.resolve` checks
+them in bulk: at the exchange (before the outboxes are sent, and after what other ranks sent is
+received), or when :data:`PENDING_MAX` wait."""
 from __future__ import annotations
+
+import numpy as np
 
 from ..graph.coordinator import SuperstepReport, encode_report
 from ..web.urlline import decode_line, encode_line
@@ -18,7 +26,10 @@ from .discovery import LINK, SITEMAP, UNKNOWN, Discovery
 from .links import Target
 from .quotas import HostQuotas
 
-__all__ = ["Router"]
+__all__ = ["Router", "PENDING_MAX"]
+
+#: URLs waiting for the seen set's disk check, at most, before it runs
+PENDING_MAX = 1 << 16
 
 
 class Router:
@@ -37,8 +48,12 @@ class Router:
         self.report = SuperstepReport(rank=rank)
         self.track_depth = track_depth             # --max-depth given: depths are kept (frontier column)
         self.discovery = Discovery()               # per URL: the hop that found it, its referrer (crawl log)
+        frontier.on_refill = self.discovery.add    # URLs back from the frontier's disk queues
         self._msg_src: int | None = None           # the page whose links were routed last, and the
         self._msg_ranks: set[int] = set()          # ranks they went to (Türk's messages per page)
+        # URLs the seen set could not decide in memory: (url, fp, owner, hops, depth, sitemap, hop, via)
+        self.pending: list[tuple] = []
+        self._maybe_spill = getattr(seen, "maybe_spill", None)   # (a seen set that never spills: none)
 
     def route(self, src_fp: int | None, targets: list[Target], hops: int = 0, depth: int = 0,
               sitemap: bool = False, follow: bool = True, tally: str | None = "followed",
@@ -73,7 +88,10 @@ class Router:
                     rep.new_urls.append(url)
             if not follow:
                 continue
-            if not seen.add(fp):
+            new = seen.add(fp)
+            if not new:
+                if new is None:
+                    self.pending.append((url, fp, r, hops, depth, sitemap, hop, via))
                 continue
             if r == me:
                 if ref is None:
@@ -92,6 +110,34 @@ class Router:
         c.messages_thesis += len(remote)
         if tally is not None:
             c.links[tally] += len(targets)
+        if len(self.pending) >= PENDING_MAX:
+            self.resolve()
+
+    def resolve(self) -> None:
+        """The URLs waiting for the seen set's disk check: the new ones go on, in order; then the
+        seen set may spill its table (nothing waits any more)."""
+        pend = self.pending
+        if not pend:
+            if self._maybe_spill is not None:
+                self._maybe_spill()
+            return
+        self.pending = []
+        new = self.seen.resolve(np.fromiter((p[1] for p in pend), dtype=np.uint64, count=len(pend)))
+        refs: dict[str, int] = {}
+        me = self.rank
+        for (url, fp, r, hops, depth, sitemap, hop, via), ok in zip(pend, new.tolist()):
+            if not ok:
+                continue
+            if r == me:
+                ref = -1
+                if via:
+                    ref = refs.get(via)
+                    if ref is None:
+                        ref = refs[via] = self.discovery.referrer(via)
+                self.admit_local(url, fp, hops, depth, sitemap, hop, ref)
+            else:
+                self.outbox[r].append(encode_line(url, hops, depth, sitemap))
+        self._maybe_spill()
 
     def route_sitemaps(self, targets: list[Target], level: int, via: str | None = None,
                        hop: int = SITEMAP) -> None:
@@ -135,7 +181,9 @@ class Router:
             depth = 0                              # a page's depth matters with --max-depth only
         if hop is None:                            # what the URL line says: a sitemap file, a link
             hop = SITEMAP if sitemap else (UNKNOWN if hops else LINK)
-        self.discovery.add(self.frontier.add(url, host, hops, depth, sitemap), hop, via)
+        idx = self.frontier.add(url, host, hops, depth, sitemap, hop, via)
+        if idx >= 0:                               # (-1: on disk; on_refill adds it when it is back)
+            self.discovery.add(idx, hop, via)
 
     def receive(self, data: bytes) -> None:
         """URLs another rank found for this one (lines of :mod:`abc_crawler.web.urlline`)."""
@@ -146,9 +194,13 @@ class Router:
                 continue
             url, h, depth, sitemap = decode_line(line)
             fp = fingerprint(url)
-            if not self.seen.add(fp):
+            new = self.seen.add(fp)
+            if not new:
+                if new is None:
+                    self.pending.append((url, fp, self.rank, h, depth, sitemap, None, None))
                 continue
             self.admit_local(url, fp, h, depth, sitemap)
+        self.resolve()
 
     def path_via(self, idx: int | None) -> tuple[str, str]:
         """The crawl log's discovery path and via of URL ``idx`` of this rank."""
@@ -184,12 +236,13 @@ class Router:
 
     @property
     def queued(self) -> int:
-        """URLs waiting in the outboxes."""
-        return sum(len(o) for o in self.outbox)
+        """URLs waiting in the outboxes or for the seen set's disk check."""
+        return sum(len(o) for o in self.outbox) + len(self.pending)
 
     def payloads(self) -> list[bytes]:
         """The outboxes as one buffer per destination (``\\n``-terminated lines), emptied; the
         wire figures go into the counters and the report."""
+        self.resolve()
         payloads = []
         rep = self.report
         c = self.counters

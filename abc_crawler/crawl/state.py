@@ -102,6 +102,7 @@ def capture(crawler, log_len: int) -> dict:
 def save(crawler) -> None:
     """Write this rank's checkpoint of the current superstep (WARC batch written and fsynced first,
     and the crawl log's lines)."""
+    crawler.router.resolve()                   # no URL waits for the seen set's disk check
     crawler.warc.flush()
     crawler.crawl_log.flush(sync=True)
     if crawler.ckpt_log is None:
@@ -112,6 +113,7 @@ def save(crawler) -> None:
                                        "validators": crawler.validators.take_increment(),
                                        "discovery": crawler.router.discovery.take_increment()})
     save_checkpoint(crawler.session_dir, crawler.rank, crawler.superstep, capture(crawler, log_len))
+    crawler.frontier.checkpoint_written()
 
 
 def restore(crawler, superstep: int) -> None:
@@ -133,6 +135,8 @@ def restore(crawler, superstep: int) -> None:
         validators.apply_increment(inc["validators"])
         discovery.apply_increment(inc.get("discovery"))     # (absent from logs written before the crawl log)
     discovery.restored(len(f))
+    if hasattr(seen, "restored"):
+        seen.restored()
     # URLs that were being fetched are fetched again; the Bucket starts empty
     f.restore_state(st["frontier"])
     crawler.counters.load(st["counters"])      # in place: every part holds this one object

@@ -188,6 +188,16 @@ class Communicator:
             _wait(self.comm.Ibarrier())
         return self.comm.bcast(obj, root=root)
 
+    def ranks_on_node(self) -> int:
+        """How many ranks run on this rank's machine (MPI's shared-memory split)."""
+        if self.size == 1:
+            return 1
+        node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            return node.Get_size()
+        finally:
+            node.Free()
+
     def gather(self, obj, root: int = 0):
         """Small control objects (per-rank summaries) to rank 0."""
         return self.comm.gather(obj, root=root)

@@ -181,10 +181,13 @@ class Frontier(URLStates):
             h = self._host_ids.get(heapq.heappop(bh)[1])
             if h is not None:
                 self._marked.add(h)
+        if self._ov is not None and self._ov.n:
+            self.refill()                            # URLs back from disk (they mark their hosts)
         if not self._marked:
             return 0
         marked = self._marked
         self._marked = set()
+        ov = self._ov
         head_of = self._head
         if len(marked) > 1:
             order = sorted(marked, key=head_of.__getitem__)
@@ -204,6 +207,8 @@ class Frontier(URLStates):
             head_of[h] = i
             if i < 0:
                 self._tail[h] = -1
+                if ov is not None and ov.count(h):
+                    self._starved.add(h)
                 continue
             if i >= wend:
                 heapq.heappush(self._win_heap, (i, h))
@@ -251,6 +256,8 @@ class Frontier(URLStates):
             head_of[h] = i
             if i < 0:
                 self._tail[h] = -1
+                if ov is not None and ov.count(h):
+                    self._starved.add(h)
             elif i >= wend:
                 heapq.heappush(self._win_heap, (i, h))
             k = len(urls) - n0
@@ -372,13 +379,25 @@ class Frontier(URLStates):
     def state_for_checkpoint(self) -> dict:
         """The mutable part (the append-only part goes through ``take_increment``)."""
         return {"n": len(self.states), "states": bytes(self.states), "collisions": self.collisions,
-                "counts": self.counts_for_checkpoint()}
+                "counts": self.counts_for_checkpoint(),
+                "overflow": self._ov.checkpoint() if self._ov is not None else None}
+
+    def checkpoint_written(self) -> None:
+        """The checkpoint is durable (URLs on disk that it no longer lists may go)."""
+        if self._ov is not None:
+            self._ov.checkpoint_written()
+
+    def close_overflow(self) -> None:
+        """The crawl ended: the disk segments go."""
+        if self._ov is not None:
+            self._ov.close()
 
     def restore_state(self, st: dict) -> None:
         """After the increments were replayed: states of the checkpoint; URLs that were being
         fetched are fetched again, the Bucket starts empty, FIFOs and counts are rebuilt."""
         self.reset_bucket()
         self.restore_states(st)
+        self.restore_overflow(st.get("overflow"))
         self.restore_counts(st.get("counts", {}))
         self.collisions = st["collisions"]
 

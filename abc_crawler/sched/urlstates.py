@@ -95,14 +95,23 @@ class URLStates:
         self._win_heap: list[tuple[int, int]] = []  # (head URL, host): hosts waiting for the window
         self._mark_urls = 0               # checkpoint increments: URLs / origins already written
         self._mark_origins = 0
+        # past the memory share: later URLs of a host on disk (sched/overflow), in order
+        self._ov = None                   # HostQueues, once enable_overflow was called
+        self._ov_cap = 0                  # IN_LIST URLs held in memory before new ones go to disk
+        self.n_spilled = 0                # URLs on disk (pending, not in the columns yet)
+        self._starved: set[int] = set()   # hosts with URLs on disk and none IN_LIST in memory
+        self.on_refill = None             # f(idx, hop, via): a URL came back from disk as ``idx``
 
     def _host_added(self, host: str) -> None:
         """A new host got id ``len(self._host_names) - 1`` (the Bucket adds its column)."""
 
-    def add(self, url: str, host: str, hops: int = 0, depth: int = 0, sitemap: bool = False) -> int:
+    def add(self, url: str, host: str, hops: int = 0, depth: int = 0, sitemap: bool = False,
+            hop: int = 0, via: int = -1) -> int:
         """Append a new URL (the caller has done the URL-seen test) with its facts: the redirect
         ``hops`` that led to it, its link ``depth`` (or a sitemap file's index level) and whether it
-        is a ``sitemap`` file; return its index."""
+        is a ``sitemap`` file; return its index — or -1 when it went to disk (the frontier holds its
+        share of memory, or its host has URLs there): it comes back later as a new index, with
+        ``hop`` and ``via`` given to :attr:`on_refill`."""
         s = url.find("/", url.find("://") + 3)
         if s < 0:
             s = len(url)
@@ -110,6 +119,11 @@ class URLStates:
         o = self._origin_ids.get(prefix)
         if o is None:
             o = self._new_origin(prefix, host)
+        if self._ov is not None:
+            h = self._origin_host[o]
+            if self.n_in_list >= self._ov_cap or self._ov.count(h):
+                self._spill(h, o, url[s:].encode(), hops, depth, sitemap, hop, via)
+                return -1
         i = self._append(o, url[s:].encode())
         if hops:
             self.hops[i] = min(hops, MAX_U8)
@@ -118,6 +132,67 @@ class URLStates:
         if sitemap:
             self.sitemap[i] = 1
         return i
+
+    # -- past the memory share ------------------------------------------------
+    def enable_overflow(self, queues, cap_urls: int) -> None:
+        """From now on, URLs past ``cap_urls`` IN_LIST in memory go to ``queues``
+        (:class:`~abc_crawler.sched.overflow.HostQueues`)."""
+        self._ov = queues
+        self._ov_cap = max(1, int(cap_urls))
+
+    @property
+    def overflow_bytes_written(self) -> int:
+        """Bytes of URL records written to disk so far."""
+        return self._ov.bytes_written if self._ov is not None else 0
+
+    def _spill(self, h: int, o: int, path: bytes, hops: int, depth: int, sitemap: bool, hop: int, via: int) -> None:
+        self._ov.put(h, b"%d\t%d\t%d\t%d\t%d\t%d\t" % (o, min(hops, MAX_U8), min(depth, MAX_U16),
+                                                       1 if sitemap else 0, hop, via) + path + b"\n")
+        if self._hpend[h] == 0:
+            self._work_changed.add(h)
+        self._hpend[h] += 1
+        self.n_spilled += 1
+        if self._head[h] < 0:
+            self._starved.add(h)
+
+    def _refill(self, h: int) -> int:
+        """Host ``h``'s oldest URLs on disk back into the columns, in order; how many."""
+        recs = self._ov.take(h)
+        cb = self.on_refill
+        for rec in recs:
+            o, hops, depth, sm, hop, via, path = rec.split(b"\t", 6)
+            i = self._append(int(o), path)
+            self._hpend[h] -= 1                    # (counted when it went to disk)
+            if hops != b"0":
+                self.hops[i] = int(hops)
+            if depth != b"0":
+                self.depth[i] = int(depth)
+            if sm == b"1":
+                self.sitemap[i] = 1
+            if cb is not None:
+                cb(i, int(hop), int(via))
+        self.n_spilled -= len(recs)
+        return len(recs)
+
+    def refill(self) -> int:
+        """Bring URLs back from disk: a block for each host left with none in memory (up to twice
+        the share), then blocks in turn while fewer than half the share are in memory."""
+        ov = self._ov
+        if ov is None or not ov.n:
+            return 0
+        cap = self._ov_cap
+        n = 0
+        if self._starved:
+            left = set()
+            for h in sorted(self._starved):
+                if self.n_in_list >= 2 * cap:
+                    left.add(h)
+                elif self._head[h] < 0 and ov.count(h):
+                    n += self._refill(h)
+            self._starved = left
+        while self.n_in_list < cap // 2 and ov.n:
+            n += self._refill(ov.next_host())
+        return n
 
     def tries(self, idx: int) -> int:
         """Which request of URL ``idx`` the next one is: 1 + its retries and slot-end cuts."""
@@ -305,8 +380,8 @@ class URLStates:
 
     @property
     def pending(self) -> int:
-        """URLs not completed (IN_LIST or IN_PROGRESS)."""
-        return self.n_in_list + self.n_in_progress
+        """URLs not completed (IN_LIST or IN_PROGRESS, or waiting on disk)."""
+        return self.n_in_list + self.n_in_progress + self.n_spilled
 
     def host_pending(self, host: str) -> int:
         """URLs of ``host`` not completed (0 for a host never seen)."""
@@ -323,7 +398,8 @@ class URLStates:
     def nbytes(self) -> int:
         """Bytes held by the per-URL columns and the path text (not the per-host tables)."""
         return (len(self.states) + self._pos.itemsize * len(self._pos) + 4 * len(self._origin)
-                + 4 * len(self._next) + 7 * len(self.hops) + sum(len(c) for c in self._chunks if c is not None))
+                + 4 * len(self._next) + 7 * len(self.hops) + sum(len(c) for c in self._chunks if c is not None)
+                + (self._ov.nbytes if self._ov is not None else 0))
 
     def text_bytes(self) -> int:
         """Path bytes written into chunks not freed."""
@@ -453,3 +529,19 @@ class URLStates:
         self._win_heap = []
         self._advance_lo()
         return hosts
+
+    def restore_overflow(self, st: dict | None) -> None:
+        """After :meth:`restore_states`: the URLs on disk the checkpoint listed count as pending."""
+        ov = self._ov
+        if ov is None:
+            if st and st.get("blocks"):
+                raise ValueError("the checkpoint has frontier URLs on disk, but this rank keeps none there")
+            return
+        ov.restore(st)
+        for h in ov.hosts():
+            if self._hpend[h] == 0:
+                self._work_changed.add(h)
+            self._hpend[h] += ov.count(h)
+            if self._head[h] < 0:
+                self._starved.add(h)
+        self.n_spilled = ov.n

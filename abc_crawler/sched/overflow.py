@@ -1,0 +1,243 @@
+"""The frontier past its memory share: each host's later URLs on disk, in order (BUbiNG's virtualizer).
+
+Once a rank's frontier holds its share of ``--memory-budget`` in URLs waiting in memory, a new URL
+of a host goes here instead of into URLStates — and so does every later URL of a host that has
+URLs here, so each host's URLs stay in the order they came. They come back a block at a time
+(:meth:`HostQueues.take`, oldest first) when the host has nothing left in memory or the frontier
+runs low (:class:`~abc_crawler.sched.urlstates.URLStates` decides).
+
+On disk: records (one line each: the URL's origin id, its facts, its path) are gathered per host
+in memory up to :data:`BLOCK_BYTES` (or :data:`BUFFER_BYTES` for all hosts together), then appended
+as one block to the current segment file ``SESSION/spill/NAME.seg-K.bin`` (rotated at
+:data:`SEGMENT_BYTES`). A host keeps the list of its blocks (about 24 bytes per block of some
+hundred URLs); a block is read back with one ``pread``. A segment whose blocks were all taken is
+removed — after the next checkpoint, which may still list them (:meth:`checkpoint_written`).
+
+A checkpoint writes every buffer out and syncs the segments (:meth:`checkpoint`): its block lists
+and the frontier's checkpoint log together hold every URL the rank admitted.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+from pathlib import Path
+
+__all__ = ["HostQueues", "BLOCK_BYTES", "BUFFER_BYTES", "SEGMENT_BYTES"]
+
+BLOCK_BYTES = 16 << 10        # a host's buffered records written as one block at this size
+BUFFER_BYTES = 4 << 20        # all hosts' buffers together: written out past this
+SEGMENT_BYTES = 64 << 20      # a segment file is rotated past this
+
+
+class HostQueues:
+    """Per-host FIFOs of records (bytes, one line each) on disk; hosts are ints."""
+
+    def __init__(self, directory: str | os.PathLike, name: str, *, block_bytes: int = BLOCK_BYTES,
+                 buffer_bytes: int = BUFFER_BYTES, segment_bytes: int = SEGMENT_BYTES):
+        self.dir = Path(directory)
+        self.name = name
+        self.block_bytes, self.buffer_bytes, self.segment_bytes = block_bytes, buffer_bytes, segment_bytes
+        self._buf: dict[int, list[bytes]] = {}        # host -> records not written yet (newest)
+        self._buf_size: dict[int, int] = {}
+        self._buffered = 0
+        self._blocks: dict[int, deque] = {}           # host -> (segment, offset, length, records)
+        self._count: dict[int, int] = {}              # host -> records here (blocks and buffer)
+        self.n = 0                                    # records here
+        self._live: dict[int, int] = {}               # segment -> blocks not taken
+        self._fds: dict[int, int] = {}                # segment -> read descriptor
+        self._seg = -1                                # segment being written
+        self._fh = None
+        self._seg_size = 0
+        self._dead: list[int] = []                    # segments emptied since the last checkpoint
+        self._checkpointed = False                    # a checkpoint may list blocks (removal waits)
+        self._fresh = True
+        self.bytes_written = 0
+        self._rr: deque[int] = deque()                # hosts with records, round-robin
+
+    # -- what is here ------------------------------------------------------
+    def count(self, host: int) -> int:
+        return self._count.get(host, 0)
+
+    def hosts(self) -> list[int]:
+        return [h for h, k in self._count.items() if k]
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: buffered records and block lists (approximate for the lists)."""
+        return self._buffered + 32 * sum(len(b) for b in self._blocks.values()) + 100 * len(self._count)
+
+    # -- in and out ----------------------------------------------------------
+    def put(self, host: int, record: bytes) -> None:
+        """Append one record (ending in a newline) to ``host``'s queue."""
+        k = self._count.get(host, 0)
+        if not k:
+            self._rr.append(host)
+        self._count[host] = k + 1
+        self.n += 1
+        buf = self._buf.get(host)
+        if buf is None:
+            buf = self._buf[host] = []
+            self._buf_size[host] = 0
+        buf.append(record)
+        self._buf_size[host] += len(record)
+        self._buffered += len(record)
+        if self._buf_size[host] >= self.block_bytes:
+            self._write_block(host)
+        elif self._buffered >= self.buffer_bytes:
+            self.flush()
+
+    def take(self, host: int) -> list[bytes]:
+        """``host``'s oldest records, without their newlines: its oldest block, or what is buffered
+        ([] when none)."""
+        blocks = self._blocks.get(host)
+        if blocks:
+            seg, off, length, k = blocks.popleft()
+            if not blocks:
+                del self._blocks[host]
+            data = os.pread(self._fd(seg), length, off)
+            if len(data) != length:
+                raise OSError(f"{self._path(seg)}: short read of a frontier block")
+            self._live[seg] -= 1
+            if self._live[seg] == 0 and seg != self._seg:
+                self._retire(seg)
+            recs = data.split(b"\n")[:-1]
+        else:
+            recs = [r[:-1] for r in self._buf.pop(host, [])]
+            self._buffered -= self._buf_size.pop(host, 0)
+        if recs:
+            left = self._count[host] - len(recs)
+            if left:
+                self._count[host] = left
+            else:
+                del self._count[host]
+            self.n -= len(recs)
+        return recs
+
+    def next_host(self) -> int | None:
+        """A host with records, in turn (round-robin over the hosts that have some)."""
+        rr = self._rr
+        while rr:
+            h = rr.popleft()
+            if self._count.get(h):
+                rr.append(h)
+                return h
+        return None
+
+    # -- files ---------------------------------------------------------------
+    def _path(self, seg: int) -> Path:
+        return self.dir / f"{self.name}.seg-{seg}.bin"
+
+    def _fd(self, seg: int) -> int:
+        fd = self._fds.get(seg)
+        if fd is None:
+            if self._fh is not None and seg == self._seg:
+                self._fh.flush()
+            fd = self._fds[seg] = os.open(self._path(seg), os.O_RDONLY)
+        elif seg == self._seg and self._fh is not None:
+            self._fh.flush()
+        return fd
+
+    def _write_block(self, host: int) -> None:
+        recs = self._buf.pop(host)
+        size = self._buf_size.pop(host)
+        self._buffered -= size
+        if self._fh is None or self._seg_size >= self.segment_bytes:
+            self._new_segment()
+        data = b"".join(recs)
+        off = self._seg_size
+        self._fh.write(data)
+        self._seg_size += len(data)
+        self.bytes_written += len(data)
+        self._blocks.setdefault(host, deque()).append((self._seg, off, len(data), len(recs)))
+        self._live[self._seg] = self._live.get(self._seg, 0) + 1
+
+    def _new_segment(self) -> None:
+        if self._fresh:                               # a new crawl: files of an earlier one go
+            self.dir.mkdir(parents=True, exist_ok=True)
+            for p in self.dir.glob(f"{self.name}.seg-*.bin"):
+                p.unlink()
+            self._fresh = False
+        if self._fh is not None:
+            self._fh.close()
+            old = self._seg
+            if self._live.get(old, 0) == 0:
+                self._retire(old)
+        self._seg += 1
+        self._fh = open(self._path(self._seg), "ab")
+        self._seg_size = self._fh.tell()
+        self._live.setdefault(self._seg, 0)
+
+    def _retire(self, seg: int) -> None:
+        fd = self._fds.pop(seg, None)
+        if fd is not None:
+            os.close(fd)
+        self._live.pop(seg, None)
+        if self._checkpointed:
+            self._dead.append(seg)
+        else:
+            self._unlink(seg)
+
+    def _unlink(self, seg: int) -> None:
+        try:
+            os.unlink(self._path(seg))
+        except FileNotFoundError:
+            pass
+
+    def flush(self) -> None:
+        """Every host's buffered records out as blocks."""
+        for h in list(self._buf):
+            self._write_block(h)
+
+    def close(self) -> None:
+        """Remove every segment (the crawl ended)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        for seg in list(self._live) + self._dead:
+            self._unlink(seg)
+        self._live.clear()
+        self._dead = []
+
+    # -- checkpoints ---------------------------------------------------------
+    def checkpoint(self) -> dict:
+        """Everything written and synced; the block lists (plain data) for the checkpoint."""
+        self.flush()
+        if self._fh is not None:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        self._checkpointed = True
+        return {"seg": self._seg, "blocks": {h: list(b) for h, b in self._blocks.items()}}
+
+    def checkpoint_written(self) -> None:
+        """The checkpoint is durable: segments emptied before it are not needed any more."""
+        for seg in self._dead:
+            self._unlink(seg)
+        self._dead = []
+
+    def restore(self, st: dict | None) -> None:
+        """A resume: the block lists of the checkpoint; segments it does not list are removed."""
+        self._fresh = False
+        self._checkpointed = True
+        keep = set()
+        for h, blocks in (st or {}).get("blocks", {}).items():
+            h = int(h)
+            dq = deque(tuple(b) for b in blocks)
+            if not dq:
+                continue
+            self._blocks[h] = dq
+            k = sum(b[3] for b in dq)
+            self._count[h] = k
+            self.n += k
+            self._rr.append(h)
+            for seg, *_ in dq:
+                keep.add(seg)
+                self._live[seg] = self._live.get(seg, 0) + 1
+        if self.dir.is_dir():
+            for p in self.dir.glob(f"{self.name}.seg-*.bin"):
+                if int(p.name.rsplit("-", 1)[1].split(".")[0]) not in keep:
+                    p.unlink()
+        self._seg = max([(st or {}).get("seg", -1)] + list(keep))
+        self._fh = None            # the next block starts a new segment
