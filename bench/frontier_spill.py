@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -123,6 +124,7 @@ def run_one(urls: int, hosts: int, links: int, pages: int, take: float, budget: 
     }
     f.close_overflow()
     seen.close()
+    shutil.rmtree(spill, ignore_errors=True)
     return res
 
 
