@@ -44,18 +44,13 @@ def run_one(urls: int, hosts: int, links: int, pages: int, take: float, budget: 
     from abc_crawler.crawl.counters import RankCounters
     from abc_crawler.crawl.quotas import HostQuotas
     from abc_crawler.crawl.routing import Router
-    from abc_crawler.sched.budget import memory_shares, overflow_buffers
+    from abc_crawler.sched.budget import within_budget
     from abc_crawler.sched.frontier import Frontier
-    from abc_crawler.sched.overflow import HostQueues
-    from abc_crawler.sched.seenruns import SpillingSeen
     from abc_crawler.web.urls import fingerprint
 
     spill = Path(tempfile.mkdtemp(prefix="abc-spill-bench-"))
-    seen_bytes, waiting = memory_shares(budget)
-    block, buffered = overflow_buffers(budget)
-    seen = SpillingSeen(spill, "seen", seen_bytes)
     f = Frontier()
-    f.enable_overflow(HostQueues(spill, "frontier", block_bytes=block, buffer_bytes=buffered), waiting)
+    seen = within_budget(f, budget, spill, 0, checkpoints=False)
     router = Router(0, 1, f, seen, RankCounters(), HostQuotas(10 ** 12, 0, 1, site_level=False))
     rng = np.random.default_rng(seed)
     nxt_in = np.zeros(hosts, dtype=np.int64)      # next path number linked, per host
@@ -87,6 +82,7 @@ def run_one(urls: int, hosts: int, links: int, pages: int, take: float, budget: 
         return got
 
     base = _status("VmRSS")
+    peak = {"rss": 0}
     t0 = time.perf_counter()
     routed = 0
     debt = 0.0
@@ -106,6 +102,12 @@ def run_one(urls: int, hosts: int, links: int, pages: int, take: float, budget: 
         if page % pages == 0:
             router.payloads()                         # the exchange: the seen set's disk check, spills
             router.take_report(page)
+            if (page // pages) % 8 == 0:
+                rss = _status("VmRSS")
+                if rss > peak["rss"]:                 # what the structures hold at the highest RSS seen
+                    peak.update(rss=rss, at_url=routed, seen_table=seen.mem.nbytes, frontier=f.nbytes(),
+                                columns_urls=len(f.states), waiting_in_memory=f.n_in_list,
+                                discovery=router.discovery.nbytes())
             debt += take * pages * links
             debt -= take_some(int(debt), float(page))
     router.payloads()
@@ -119,6 +121,7 @@ def run_one(urls: int, hosts: int, links: int, pages: int, take: float, budget: 
         "out_of_order": bad["order"], "baseline_rss": base, "peak_rss": _status("VmHWM"),
         "seen_spills": seen.spills, "seen_runs": len(seen.runs.runs), "seen_disk_bytes": seen.runs.bytes_written,
         "frontier_disk_bytes": f.overflow_bytes_written, "seconds": secs,
+        "at_peak": peak,
         "end": {"seen_table": seen.mem.nbytes, "frontier": f.nbytes(), "discovery": router.discovery.nbytes(),
                 "urlstates_entries": len(f)},
     }
@@ -163,6 +166,11 @@ def main() -> None:
               f"(budget {x['budget'] / mb:.0f} MB: {'within' if x['peak_rss'] - x['baseline_rss'] <= x['budget'] else 'OVER'})")
         print(f"  spilled: seen set {x['seen_spills']} times ({x['seen_runs']} runs, {x['seen_disk_bytes'] / mb:.0f} MB "
               f"written), frontier {x['frontier_disk_bytes'] / mb:.0f} MB written")
+        p = x["at_peak"]
+        if p.get("at_url"):
+            print(f"  at the highest RSS sampled ({p['rss'] / mb:.0f} MB, {p['at_url']:,} URLs routed): seen table "
+                  f"{p['seen_table'] / mb:.1f} MB, frontier {p['frontier'] / mb:.1f} MB ({p['columns_urls']:,} URLs in "
+                  f"the columns, {p['waiting_in_memory']:,} waiting in memory), discovery {p['discovery'] / mb:.1f} MB")
         e = x["end"]
         print(f"  at the end: seen table {e['seen_table'] / mb:.1f} MB, frontier {e['frontier'] / mb:.1f} MB "
               f"({e['urlstates_entries']:,} URLStates entries), discovery {e['discovery'] / mb:.1f} MB")

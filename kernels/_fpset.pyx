@@ -188,6 +188,10 @@ cdef class FPSet:
             self.jv = self.jbuf
         return keys, flags
 
+    def seen_keys(self):
+        """The fingerprints marked seen (a new array; the table's order)."""
+        return self.keys_arr[(self.flags_arr & 1) != 0]
+
     def items(self):
         """(keys, flags) of every fingerprint held."""
         occ = self.flags_arr != 0

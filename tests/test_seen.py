@@ -74,6 +74,9 @@ def test_journal_and_merge_rebuild_exactly(cls):
     k2, f2 = r.items()
     assert dict(zip(k1.tolist(), f1.tolist())) == dict(zip(k2.tolist(), f2.tolist()))
     assert len(r) == len(s) and r.n_reported == s.n_reported
+    # the seen keys alone (what a spill writes): those with the SEEN flag, each once
+    assert sorted(s.seen_keys().tolist()) == sorted(k for k, f in zip(k1.tolist(), f1.tolist()) if f & 1)
+    assert len(s.seen_keys()) == len(s)
     assert s.take_changes()[0].size == 0
     s.journal = False
     s.add(12345678901)

@@ -109,6 +109,23 @@ def drain(f: Frontier, now: float = 0.0) -> list[str]:
     raise AssertionError("the frontier did not drain")
 
 
+def drain_some(f: Frontier, n: int, done: list | None = None) -> None:
+    """About ``n`` URLs out of the frontier (whole batches)."""
+    k = 0
+    while k < n:
+        f.schedule(0.0)
+        els = f.ready(0.0, eager=True)
+        if not els:
+            return
+        for e in els:
+            for i in e.urls:
+                if done is not None:
+                    done.append(f.url(i))
+                f.complete(i)
+                k += 1
+            f.finish(e, 0.0, 0.0)
+
+
 def by_host(urls: list[str]) -> dict[str, list[str]]:
     d: dict[str, list[str]] = {}
     for u in urls:
@@ -116,10 +133,13 @@ def by_host(urls: list[str]) -> dict[str, list[str]]:
     return d
 
 
-def overflowing(tmp_path, cap: int = 5, block_bytes: int = 64) -> Frontier:
+def overflowing(tmp_path, cap: int = 5, block_bytes: int = 64, trim: bool = True) -> Frontier:
+    """A frontier that keeps ``cap`` waiting URLs in memory and drops its completed prefix early
+    (``trim``; after what a checkpoint wrote, as a crawl with checkpoints does)."""
     f = Frontier(n_columns=7, n_rows=2, batch_urls=3)
     f.enable_overflow(HostQueues(tmp_path, "frontier", block_bytes=block_bytes, buffer_bytes=400,
                                  segment_bytes=2000), cap)
+    f.trim_completed, f.keep_increments, f.trim_min = trim, False, 16
     return f
 
 
@@ -136,6 +156,8 @@ def test_an_overflowing_frontier_gives_every_url_once_and_each_host_in_order(tmp
     assert sorted(got) == sorted(urls)
     assert by_host(got) == by_host(urls)
     assert f.n_spilled == 0 and f.pending == 0
+    assert f.base > 2000 and len(f.states) < len(urls) - 2000     # the crawled prefix left the columns
+    assert len(f) == len(urls)
     f.close_overflow()
     assert list(tmp_path.iterdir()) == []
 
@@ -164,30 +186,38 @@ def test_urls_added_while_the_frontier_drains_keep_their_hosts_order(tmp_path):
 def test_an_overflowing_frontier_resumes_from_its_checkpoint_with_nothing_lost(tmp_path):
     rnd = random.Random(7)
     f = overflowing(tmp_path)
+    f.keep_increments = True                                # a crawl with checkpoints
     urls = [f"http://h{rnd.randrange(6)}.test/p{i}" for i in range(1500)]
     for u in urls[:1000]:
         f.add(u, host_of(u))
-    done = []
+    done: list[str] = []
+    incs = [f.take_increment()]                             # a first checkpoint
+    drain_some(f, 300, done)
+    incs.append(f.take_increment())                         # another one, then crawled on:
+    drain_some(f, 100, done)                                # the prefix written out may go
     f.schedule(0.0)
+    assert f.base > 0
     taken = f.ready(0.0, eager=True)
     for e in taken[:2]:
         for i in e.urls[:2]:
             done.append(f.url(i))
             f.complete(i)                                  # the rest of the batch: in progress
-    inc = f.take_increment()
+    incs.append(f.take_increment())                         # the checkpoint resumed from
     st = f.state_for_checkpoint()
+    assert st["base"] == f.base
     assert st["overflow"]["blocks"]
     # after the checkpoint the crawl went on (blocks taken, segments emptied) and then died
     for u in urls[1000:]:
         f.add(u, host_of(u))
     for e in taken:
         for i in e.urls:
-            if f.states[i] != 2:
+            if f.state(i) < 2:
                 f.complete(i)
         f.finish(e, 0.0, 0.0)
     drain(f)                                                # (no checkpoint_written: it died first)
     g = overflowing(tmp_path)
-    g.apply_increment(inc)
+    for inc in incs:
+        g.apply_increment(inc)
     g.restore_state(st)
     assert g.pending == 1000 - len(done)
     got = drain(g)

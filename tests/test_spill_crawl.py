@@ -31,7 +31,8 @@ def _memory(session: Path) -> list[dict]:
 
 def test_a_crawl_that_spills_is_the_crawl_that_does_not(web, tmp_path):
     with serve(web) as srv:
-        r = crawl_cli(2, web, tmp_path / "spill", "--memory-budget", "64K", "--phases", "off")
+        r = crawl_cli(2, web, tmp_path / "spill", "--memory-budget", "64K", "--phases", "off",
+                      "--checkpoint-seconds", "0")              # (no checkpoint: the prefix goes at once)
         assert r.returncode == 0, r.stderr[-3000:]
         spilled = check_session(web, tmp_path / "spill", srv.rows())
         mark = srv.mark()
@@ -43,6 +44,7 @@ def test_a_crawl_that_spills_is_the_crawl_that_does_not(web, tmp_path):
     assert sum(m["seen_spills"] for m in mem) > 0 and sum(m["seen_disk_bytes"] for m in mem) > 0
     assert sum(m["frontier_disk_bytes"] for m in mem) > 0
     assert all(m["frontier_urls_on_disk"] == 0 for m in mem)            # all came back
+    assert all(m["frontier_trimmed_urls"] > 0 for m in mem)             # what was crawled left the columns
     assert not list((tmp_path / "spill" / "spill").glob("*.u64"))       # runs and segments removed
     assert not list((tmp_path / "spill" / "spill").glob("*.seg-*"))
     # check_session held both to the generator's truth (nodes, edges, every page once by the server's log)
@@ -90,4 +92,6 @@ def test_a_crawl_killed_with_urls_on_disk_resumes_with_nothing_lost_or_fetched_t
     assert manifest["stopped"] == "done" and len(manifest["resumed"]) == 1
     facts = check_session(web, session, [run1, run2])       # every page, once (a page cut back with the WARC aside)
     assert facts["stats"]["requests"] == len(facts["manifest"]["expected"]["requested"])
-    assert all(m["memory_budget"] == 64 << 10 for m in _memory(session))
+    mem = _memory(session)
+    assert all(m["memory_budget"] == 64 << 10 for m in mem)
+    assert sum(m["frontier_trimmed_urls"] for m in mem) > 0

@@ -60,9 +60,19 @@ class Discovery:
         self._end = array("q")            # end of each in _text
         self._mark = 0                    # checkpoint increments: URLs / referrers already written
         self._mark_ref = 0
+        self.base = 0                     # URLs below it were dropped with URLStates' completed prefix
 
     def __len__(self) -> int:
-        return len(self.hop)
+        return self.base + len(self.hop)
+
+    def trim(self, base: int) -> None:
+        """URLs below ``base`` are dropped (URLStates dropped them: completed, and written to the
+        checkpoint log); their paths are "not known" from now on."""
+        k = min(base, len(self)) - self.base
+        if k > 0:
+            del self.hop[:k]
+            del self.via[:k]
+            self.base += k
 
     def nbytes(self) -> int:
         """Bytes held: the two columns and the referrer table."""
@@ -76,21 +86,23 @@ class Discovery:
 
     def add(self, idx: int, hop: int, via: int = -1) -> None:
         """URL ``idx`` of URLStates (the next one) was found so."""
-        if idx != len(self.hop):
+        if idx != len(self):
             self.pad(idx)
         self.hop.append(hop)
         self.via.append(via)
 
     def pad(self, n: int) -> None:
         """Unknown entries up to ``n`` URLs."""
-        k = n - len(self.hop)
+        k = n - len(self)
         if k > 0:
             self.hop += bytes(k)
             self.via.extend([-1] * k)
 
     def hop_of(self, idx: int | None) -> int:
         """The hop that found URL ``idx`` (UNKNOWN when not known)."""
-        return self.hop[idx] if idx is not None and idx < len(self.hop) else UNKNOWN
+        if idx is None or not self.base <= idx < len(self):
+            return UNKNOWN
+        return self.hop[idx - self.base]
 
     def referrer_url(self, ref: int) -> str:
         if ref < 0:
@@ -99,16 +111,18 @@ class Discovery:
 
     def path_via(self, idx: int | None, hops: int, depth: int) -> tuple[str, str]:
         """The discovery path and via of URL ``idx`` (None or past the columns: not known)."""
-        if idx is None or idx >= len(self.hop):
+        if idx is None or not self.base <= idx < len(self):
             return discovery_path(UNKNOWN, hops, depth), "-"
-        return discovery_path(self.hop[idx], hops, depth), self.referrer_url(self.via[idx])
+        j = idx - self.base
+        return discovery_path(self.hop[j], hops, depth), self.referrer_url(self.via[j])
 
     # -- checkpoints ---------------------------------------------------------
     def take_increment(self) -> dict:
         """What was added since the last call (for the checkpoint log)."""
-        m, n, r = self._mark, len(self.hop), self._mark_ref
+        m, n, r = self._mark, len(self), self._mark_ref
+        b = self.base                     # (URLStates drops nothing a checkpoint has yet to write)
         start = self._end[r - 1] if r else 0
-        inc = {"first": m, "hop": bytes(self.hop[m:n]), "via": np.array(self.via[m:n], dtype=np.int32),
+        inc = {"first": m, "hop": bytes(self.hop[m - b:n - b]), "via": np.array(self.via[m - b:n - b], dtype=np.int32),
                "ref_first": r, "ref_text": bytes(self._text[start:]),
                "ref_end": np.array(self._end[r:], dtype=np.int64) - start}
         self._mark, self._mark_ref = n, len(self._end)
@@ -119,18 +133,18 @@ class Discovery:
         its URLs stay unknown)."""
         if inc is None:
             return
-        if inc["first"] > len(self.hop):
+        if inc["first"] > len(self):
             self.pad(inc["first"])
-        if inc["first"] != len(self.hop) or inc["ref_first"] != len(self._end):
+        if inc["first"] != len(self) or inc["ref_first"] != len(self._end):
             return
         self.hop += inc["hop"]
         self.via.extend(np.asarray(inc["via"], dtype=np.int32).tolist())
         base = len(self._text)
         self._text += inc["ref_text"]
         self._end.extend((np.asarray(inc["ref_end"], dtype=np.int64) + base).tolist())
-        self._mark, self._mark_ref = len(self.hop), len(self._end)
+        self._mark, self._mark_ref = len(self), len(self._end)
 
     def restored(self, n: int) -> None:
         """After the increments of a resume: ``n`` URLs (those without an entry are not known)."""
         self.pad(n)
-        self._mark, self._mark_ref = len(self.hop), len(self._end)
+        self._mark, self._mark_ref = len(self), len(self._end)

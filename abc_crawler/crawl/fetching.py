@@ -304,7 +304,7 @@ class BatchRunner:
                 self.frontier.complete(idx)
                 self.counters.links["robots_disallowed"] += 1
                 continue
-            if self.frontier.sitemap[idx]:       # a sitemap file, not a page: no request of the count
+            if self.frontier.is_sitemap(idx):       # a sitemap file, not a page: no request of the count
                 b.sitemap = idx
                 b.side_fetch = True
                 b.asked += 1
@@ -385,7 +385,7 @@ class BatchRunner:
             if cause is None:
                 st.observe_time(r.t_end - r.t_start)
         action, delay = after_answer(r.error, r.status, r.header("retry-after") if r.error is None else None,
-                                     self.frontier.attempts[idx], st.fails, max_retries=self.cfg.max_retries,
+                                     self.frontier.attempts_of(idx), st.fails, max_retries=self.cfg.max_retries,
                                      host_max_failures=self.cfg.host_max_failures,
                                      backoff=self.cfg.retry_backoff_seconds)
         if action == "retry":
@@ -491,7 +491,7 @@ class BatchRunner:
             r.error = kind_                      # given up (a sitemap file is not retried)
         self.lines.answer(r, idx, notes)
         self.frontier.complete(idx)
-        pages, files, level = self.pages.sitemap_outcome(r, self.frontier.depth[idx])
+        pages, files, level = self.pages.sitemap_outcome(r, self.frontier.depth_of(idx))
         self.router.route(None, pages, tally=None, hop=SITEMAP, via=r.url)
         self.router.route_sitemaps(files, level, via=r.url)
         self._rested(b, r, now)
@@ -510,7 +510,7 @@ class BatchRunner:
         path_via = self.lines.path_via(idx)
         f = self.frontier
         try:
-            status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, 0 if idx is None else f.hops[idx], fp)
+            status, nbytes, is_node, links, hops, kind = self.pages.outcome(r, 0 if idx is None else f.hops_of(idx), fp)
         except Exception as exc:  # a crawler must not die on a page: counted, and named in the graph
             kind = f"internal_{type(exc).__name__}"
             c.errors[kind] += 1
@@ -530,7 +530,7 @@ class BatchRunner:
             if refresh:
                 self.router.route(fp, refresh, hop=REFRESH_HOP, via=r.url, kind=REFRESH)
             return
-        page_depth = 0 if idx is None else f.depth[idx]
+        page_depth = 0 if idx is None else f.depth_of(idx)
         depth, follow = links_depth(page_depth, hops > 0, max_depth)
         if not follow and links:
             self.counters.links["out_of_scope_depth"] += len(links)

@@ -37,9 +37,7 @@ from ..sched.phases import HolderTable, PhaseClock, uses_phases
 from ..sched.politeness import warm_slot_needed
 from ..net.robots import RobotsCache, decode_shared, encode_shared
 from ..web.scope import Scope, ScopeRules
-from ..sched.budget import default_budget, mem_total, memory_shares, overflow_buffers
-from ..sched.overflow import HostQueues
-from ..sched.seenruns import SpillingSeen
+from ..sched.budget import default_budget, mem_total, within_budget
 from ..net.sitemaps import seed_sitemap_urls
 from ..sched.stopping import dropped_by_limits
 from ..sched.watchdog import STALL_FATAL, StallWatch
@@ -148,12 +146,8 @@ class RankCrawler:
         # Both within their shares of --memory-budget, past which they spill to SESSION/spill
         # (sched/seenruns, sched/overflow; the default budget: sched/budget)
         self.memory_budget = cfg.memory_budget or default_budget(mem_total(), comm.ranks_on_node())
-        seen_bytes, waiting_urls = memory_shares(self.memory_budget)
-        spill = Path(session_dir) / "spill"
-        self.seen = SpillingSeen(spill, f"seen-rank-{rank:05d}", seen_bytes, journal=cfg.checkpoint_seconds > 0)
-        block, buffered = overflow_buffers(self.memory_budget)
-        self.frontier.enable_overflow(HostQueues(spill, f"frontier-rank-{rank:05d}", block_bytes=block,
-                                                 buffer_bytes=buffered), waiting_urls)
+        self.seen = within_budget(self.frontier, self.memory_budget, Path(session_dir) / "spill", rank,
+                                  checkpoints=cfg.checkpoint_seconds > 0)
         # where the fetcher may connect (the resolve list's addresses are the user's choice); the
         # user's scope rules, proxies and CAs come from rank 0
         body_cap, typed_caps = body_caps_of(cfg.max_body_bytes)
@@ -494,6 +488,7 @@ class RankCrawler:
             "seen_disk_bytes": self.seen.runs.bytes_written,
             "frontier_urls_on_disk": self.frontier.n_spilled,
             "frontier_disk_bytes": self.frontier.overflow_bytes_written,
+            "frontier_trimmed_urls": self.frontier.base,
         }
         if self.rank0 is not None:
             out["graph_bytes"] = sum(self.rank0.coordinator.nbytes_held().values())

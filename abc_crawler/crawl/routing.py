@@ -49,6 +49,7 @@ class Router:
         self.track_depth = track_depth             # --max-depth given: depths are kept (frontier column)
         self.discovery = Discovery()               # per URL: the hop that found it, its referrer (crawl log)
         frontier.on_refill = self.discovery.add    # URLs back from the frontier's disk queues
+        frontier.on_trim = self.discovery.trim     # the completed prefix out of the columns
         self._msg_src: int | None = None           # the page whose links were routed last, and the
         self._msg_ranks: set[int] = set()          # ranks they went to (Türk's messages per page)
         # URLs the seen set could not decide in memory: (url, fp, owner, hops, depth, sitemap, hop, via)
@@ -207,7 +208,7 @@ class Router:
         if idx is None:
             return self.discovery.path_via(None, 0, 0)
         f = self.frontier
-        return self.discovery.path_via(idx, f.hops[idx], 0 if f.sitemap[idx] else f.depth[idx])
+        return self.discovery.path_via(idx, f.hops_of(idx), 0 if f.is_sitemap(idx) else f.depth_of(idx))
 
     def record_page(self, fp: int, url: str, status: int, nbytes: int, is_node: bool, kind: str = "") -> None:
         """A final answer, for rank 0's graph (``kind``: how it failed or why it is not a node)."""
@@ -224,7 +225,7 @@ class Router:
     def record_given_up(self, idx: int, url: str, kind: str) -> None:
         """URL ``idx`` of this rank completed without a request (its host given up, robots.txt), for
         the graph; a sitemap file is not (it is not a page)."""
-        if self.frontier.sitemap[idx]:
+        if self.frontier.is_sitemap(idx):
             return
         fp = fingerprint(url)
         rep = self.report

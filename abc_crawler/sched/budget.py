@@ -14,7 +14,8 @@ True
 """
 from __future__ import annotations
 
-__all__ = ["memory_shares", "overflow_buffers", "default_budget", "mem_total", "BYTES_PER_WAITING_URL"]
+__all__ = ["memory_shares", "overflow_buffers", "default_budget", "mem_total", "within_budget",
+           "BYTES_PER_WAITING_URL"]
 
 #: memory of one URL waiting in the frontier (columns ~20 B, path ~60 B, discovery ~3 B, slack)
 BYTES_PER_WAITING_URL = 100
@@ -51,3 +52,22 @@ def mem_total(path: str = "/proc/meminfo") -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 8 << 30
+
+
+def within_budget(frontier, budget: int, directory, rank: int, checkpoints: bool):
+    """Put a rank's ``frontier`` within ``budget`` — URLs past its share wait in disk queues under
+    ``directory``, the completed prefix leaves the columns (once a checkpoint wrote it, with
+    ``checkpoints``) — and return the URL-seen set made for it (its table's share, runs under
+    ``directory``, journaled with ``checkpoints``)."""
+    from .overflow import HostQueues
+    from .seenruns import SpillingSeen
+
+    seen_bytes, waiting = memory_shares(budget)
+    block, buffered = overflow_buffers(budget)
+    frontier.enable_overflow(HostQueues(directory, f"frontier-rank-{rank:05d}", block_bytes=block,
+                                        buffer_bytes=buffered), waiting)
+    frontier.trim_completed = True
+    frontier.keep_increments = checkpoints
+    frontier.trim_min = max(256, waiting // 4)
+    return SpillingSeen(directory, f"seen-rank-{rank:05d}", seen_bytes, journal=checkpoints)
+

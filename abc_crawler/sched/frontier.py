@@ -181,6 +181,8 @@ class Frontier(URLStates):
             h = self._host_ids.get(heapq.heappop(bh)[1])
             if h is not None:
                 self._marked.add(h)
+        if self.trim_completed:                      # the completed prefix out of the columns
+            self.trim(min(e.urls) for e in self.by_host.values() if e.urls)
         if self._ov is not None and self._ov.n:
             self.refill()                            # URLs back from disk (they mark their hosts)
         if not self._marked:
@@ -193,8 +195,9 @@ class Frontier(URLStates):
             order = sorted(marked, key=head_of.__getitem__)
         else:
             order = marked
-        st = self.states
+        st = self.states                             # columns from self.base: URL i is st[i - b]
         nxt = self._next
+        b = self.base
         names = self._host_names
         by_host = self.by_host
         visits = self.hosts
@@ -202,8 +205,8 @@ class Frontier(URLStates):
         placed = 0
         for h in order:
             i = head_of[h]
-            while i >= 0 and st[i] != IN_LIST:      # skip URLs completed while listed
-                i = nxt[i]
+            while i >= 0 and st[i - b] != IN_LIST:  # skip URLs completed while listed
+                i = nxt[i - b]
             head_of[h] = i
             if i < 0:
                 self._tail[h] = -1
@@ -245,14 +248,14 @@ class Frontier(URLStates):
             urls = e.urls
             n0 = len(urls)
             while i >= 0 and len(urls) < limit:
-                if st[i] == IN_LIST:
+                if st[i - b] == IN_LIST:
                     if i >= wend:
                         break
                     urls.append(i)
-                    st[i] = IN_PROGRESS
-                i = nxt[i]
-            while i >= 0 and st[i] != IN_LIST:
-                i = nxt[i]
+                    st[i - b] = IN_PROGRESS
+                i = nxt[i - b]
+            while i >= 0 and st[i - b] != IN_LIST:
+                i = nxt[i - b]
             head_of[h] = i
             if i < 0:
                 self._tail[h] = -1
@@ -378,7 +381,7 @@ class Frontier(URLStates):
     # -- checkpoints ---------------------------------------------------------
     def state_for_checkpoint(self) -> dict:
         """The mutable part (the append-only part goes through ``take_increment``)."""
-        return {"n": len(self.states), "states": bytes(self.states), "collisions": self.collisions,
+        return {"n": len(self), "base": self.base, "states": bytes(self.states), "collisions": self.collisions,
                 "counts": self.counts_for_checkpoint(),
                 "overflow": self._ov.checkpoint() if self._ov is not None else None}
 

@@ -22,7 +22,7 @@ import os
 from collections import deque
 from pathlib import Path
 
-__all__ = ["HostQueues", "BLOCK_BYTES", "BUFFER_BYTES", "SEGMENT_BYTES"]
+__all__ = ["HostQueues", "Overflowing", "BLOCK_BYTES", "BUFFER_BYTES", "SEGMENT_BYTES"]
 
 BLOCK_BYTES = 16 << 10        # a host's buffered records written as one block at this size
 BUFFER_BYTES = 4 << 20        # all hosts' buffers together: written out past this
@@ -241,3 +241,87 @@ class HostQueues:
                     p.unlink()
         self._seg = max([(st or {}).get("seg", -1)] + list(keep))
         self._fh = None            # the next block starts a new segment
+
+
+class Overflowing:
+    """URLStates' side of the disk queues (a mixin of :class:`~abc_crawler.sched.urlstates.URLStates`,
+    whose fields it uses): which URLs go to disk and how they come back."""
+
+    def enable_overflow(self, queues, cap_urls: int) -> None:
+        """From now on, URLs past ``cap_urls`` IN_LIST in memory go to ``queues``
+        (:class:`~abc_crawler.sched.overflow.HostQueues`)."""
+        self._ov = queues
+        self._ov_cap = max(1, int(cap_urls))
+
+    @property
+    def overflow_bytes_written(self) -> int:
+        """Bytes of URL records written to disk so far."""
+        return self._ov.bytes_written if self._ov is not None else 0
+
+    def _spill(self, h: int, o: int, path: bytes, hops: int, depth: int, sitemap: bool, hop: int, via: int) -> None:
+        from .urlstates import MAX_U16, MAX_U8
+
+        self._ov.put(h, b"%d\t%d\t%d\t%d\t%d\t%d\t" % (o, min(hops, MAX_U8), min(depth, MAX_U16),
+                                                       1 if sitemap else 0, hop, via) + path + b"\n")
+        if self._hpend[h] == 0:
+            self._work_changed.add(h)
+        self._hpend[h] += 1
+        self.n_spilled += 1
+        if self._head[h] < 0:
+            self._starved.add(h)
+
+    def _refill(self, h: int) -> int:
+        """Host ``h``'s oldest URLs on disk back into the columns, in order; how many."""
+        recs = self._ov.take(h)
+        cb = self.on_refill
+        for rec in recs:
+            o, hops, depth, sm, hop, via, path = rec.split(b"\t", 6)
+            i = self._append(int(o), path)
+            self._hpend[h] -= 1                    # (counted when it went to disk)
+            j = i - self.base
+            if hops != b"0":
+                self.hops[j] = int(hops)
+            if depth != b"0":
+                self.depth[j] = int(depth)
+            if sm == b"1":
+                self.sitemap[j] = 1
+            if cb is not None:
+                cb(i, int(hop), int(via))
+        self.n_spilled -= len(recs)
+        return len(recs)
+
+    def refill(self) -> int:
+        """Bring URLs back from disk: a block for each host left with none in memory (up to twice
+        the share), then blocks in turn while fewer than half the share are in memory."""
+        ov = self._ov
+        if ov is None or not ov.n:
+            return 0
+        cap = self._ov_cap
+        n = 0
+        if self._starved:
+            left = set()
+            for h in sorted(self._starved):
+                if self.n_in_list >= 2 * cap:
+                    left.add(h)
+                elif self._head[h] < 0 and ov.count(h):
+                    n += self._refill(h)
+            self._starved = left
+        while self.n_in_list < cap // 2 and ov.n:
+            n += self._refill(ov.next_host())
+        return n
+
+    def restore_overflow(self, st: dict | None) -> None:
+        """After :meth:`restore_states`: the URLs on disk the checkpoint listed count as pending."""
+        ov = self._ov
+        if ov is None:
+            if st and st.get("blocks"):
+                raise ValueError("the checkpoint has frontier URLs on disk, but this rank keeps none there")
+            return
+        ov.restore(st)
+        for h in ov.hosts():
+            if self._hpend[h] == 0:
+                self._work_changed.add(h)
+            self._hpend[h] += ov.count(h)
+            if self._head[h] < 0:
+                self._starved.add(h)
+        self.n_spilled = ov.n

@@ -84,6 +84,9 @@ class PyFPSet:
         self._changes = []
         return keys, flags
 
+    def seen_keys(self) -> np.ndarray:
+        return np.array([k for k, f in self._f.items() if f & SEEN], dtype=np.uint64)
+
     def items(self) -> tuple[np.ndarray, np.ndarray]:
         return (np.array(list(self._f), dtype=np.uint64),
                 np.array(list(self._f.values()), dtype=np.uint8))

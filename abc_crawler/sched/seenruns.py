@@ -44,6 +44,8 @@ BLOCK = 1024
 MERGE_CHUNK = 1 << 20
 #: most blocks read by one ``pread`` while checking (8 MiB)
 READ_BLOCKS = 1024
+#: keys checked against the runs at once (the check's own arrays stay a few MiB)
+CHECK_CHUNK = 1 << 18
 
 
 class _Run:
@@ -132,19 +134,22 @@ class SortedRuns:
     def contains(self, keys) -> np.ndarray:
         """Which of ``keys`` (any order, repeats allowed) some run holds."""
         q = np.asarray(keys, dtype=np.uint64)
-        out = np.zeros(len(q), dtype=bool)
         if not self.runs or not len(q):
-            return out
+            return np.zeros(len(q), dtype=bool)
         order = np.argsort(q, kind="stable")
-        qs = q[order]
-        hit = np.zeros(len(q), dtype=bool)
-        for r in self.runs:
-            todo = ~hit
-            if not todo.any():
-                break
-            hit[todo] = r.contains_sorted(qs[todo])
-        out[order] = hit
+        out = np.empty(len(q), dtype=bool)
+        out[order] = self.contains_sorted(q[order])
         return out
+
+    def contains_sorted(self, q: np.ndarray) -> np.ndarray:
+        """Which of the ascending keys ``q`` some run holds, :data:`CHECK_CHUNK` keys at a time."""
+        hit = np.zeros(len(q), dtype=bool)
+        for a in range(0, len(q), CHECK_CHUNK):
+            part = q[a:a + CHECK_CHUNK]
+            h = hit[a:a + CHECK_CHUNK]
+            for r in self.runs:
+                h |= r.contains_sorted(part)
+        return hit
 
     def add_run(self, keys: np.ndarray) -> None:
         """A new run of sorted, distinct keys that no run holds; runs are merged as they come."""
@@ -260,8 +265,9 @@ class SpillingSeen:
         :meth:`resolve`: a spilled one would be found on its own run)."""
         m = self.mem
         n = len(m)
-        # full, or near its next doubling (at 70 % load) when that doubling would pass the limit
-        if n == 0 or (m.nbytes < self.limit and not (2 * m.nbytes > self.limit and n >= 0.6 * m.capacity)):
+        # full, or near its next doubling (at 70 % load) when that doubling — the old table and the
+        # new one, three times this one, for a moment — would pass the limit
+        if n == 0 or (m.nbytes < self.limit and not (3 * m.nbytes > self.limit and n >= 0.6 * m.capacity)):
             return False
         self.spill()
         return True
@@ -269,11 +275,13 @@ class SpillingSeen:
     def spill(self) -> None:
         if self._journal:
             self._kept.append(self.mem.take_changes())
-        keys, flags = self.mem.items()
-        keys = np.sort(keys[(flags & SEEN) != 0])
+        keys = self.mem.seen_keys()
+        keys.sort()
         if self.runs:
-            keys = keys[~self.runs.contains(keys)]
+            keys = keys[~self.runs.contains_sorted(keys)]
+        self.mem = None                   # the table goes before the run is merged
         self.runs.add_run(keys)
+        del keys
         self._dup = 0
         self.spills += 1
         self._table(new_fpset(journal=self._journal))

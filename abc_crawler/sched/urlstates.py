@@ -34,6 +34,8 @@ from array import array
 
 import numpy as np
 
+from .overflow import Overflowing
+
 __all__ = ["URLStates", "IN_LIST", "IN_PROGRESS", "COMPLETED", "STALLED", "CHUNK_BITS", "CHUNK"]
 
 # URLStates (one byte per URL)
@@ -43,6 +45,8 @@ CHUNK = 1 << CHUNK_BITS
 _OFF_MASK = CHUNK - 1
 #: the largest value of a ``uint8`` / ``uint16`` fact column (values saturate there)
 MAX_U8, MAX_U16 = 255, 65535
+#: least completed URLs dropped from the columns' front at once (and at least the URLs after them)
+TRIM_MIN = 1 << 16
 
 
 class _URLView:
@@ -58,8 +62,9 @@ class _URLView:
         return len(self._f.states)
 
 
-class URLStates:
-    """The URLs of one rank, their states and per-host FIFOs."""
+class URLStates(Overflowing):
+    """The URLs of one rank, their states and per-host FIFOs (past the memory share, a host's later
+    URLs wait on disk: :class:`~abc_crawler.sched.overflow.Overflowing`)."""
 
     def __init__(self, window: int):
         self.window = window
@@ -101,6 +106,12 @@ class URLStates:
         self.n_spilled = 0                # URLs on disk (pending, not in the columns yet)
         self._starved: set[int] = set()   # hosts with URLs on disk and none IN_LIST in memory
         self.on_refill = None             # f(idx, hop, via): a URL came back from disk as ``idx``
+        # the completed prefix dropped from the columns (trim_completed): column j is URL base + j
+        self.base = 0
+        self.trim_completed = False
+        self.keep_increments = True       # checkpoints read the columns from _mark_urls: keep them
+        self.trim_min = TRIM_MIN
+        self.on_trim = None               # f(base): URLs below base were dropped
 
     def _host_added(self, host: str) -> None:
         """A new host got id ``len(self._host_names) - 1`` (the Bucket adds its column)."""
@@ -125,94 +136,38 @@ class URLStates:
                 self._spill(h, o, url[s:].encode(), hops, depth, sitemap, hop, via)
                 return -1
         i = self._append(o, url[s:].encode())
+        j = i - self.base
         if hops:
-            self.hops[i] = min(hops, MAX_U8)
+            self.hops[j] = min(hops, MAX_U8)
         if depth:
-            self.depth[i] = min(depth, MAX_U16)
+            self.depth[j] = min(depth, MAX_U16)
         if sitemap:
-            self.sitemap[i] = 1
+            self.sitemap[j] = 1
         return i
-
-    # -- past the memory share ------------------------------------------------
-    def enable_overflow(self, queues, cap_urls: int) -> None:
-        """From now on, URLs past ``cap_urls`` IN_LIST in memory go to ``queues``
-        (:class:`~abc_crawler.sched.overflow.HostQueues`)."""
-        self._ov = queues
-        self._ov_cap = max(1, int(cap_urls))
-
-    @property
-    def overflow_bytes_written(self) -> int:
-        """Bytes of URL records written to disk so far."""
-        return self._ov.bytes_written if self._ov is not None else 0
-
-    def _spill(self, h: int, o: int, path: bytes, hops: int, depth: int, sitemap: bool, hop: int, via: int) -> None:
-        self._ov.put(h, b"%d\t%d\t%d\t%d\t%d\t%d\t" % (o, min(hops, MAX_U8), min(depth, MAX_U16),
-                                                       1 if sitemap else 0, hop, via) + path + b"\n")
-        if self._hpend[h] == 0:
-            self._work_changed.add(h)
-        self._hpend[h] += 1
-        self.n_spilled += 1
-        if self._head[h] < 0:
-            self._starved.add(h)
-
-    def _refill(self, h: int) -> int:
-        """Host ``h``'s oldest URLs on disk back into the columns, in order; how many."""
-        recs = self._ov.take(h)
-        cb = self.on_refill
-        for rec in recs:
-            o, hops, depth, sm, hop, via, path = rec.split(b"\t", 6)
-            i = self._append(int(o), path)
-            self._hpend[h] -= 1                    # (counted when it went to disk)
-            if hops != b"0":
-                self.hops[i] = int(hops)
-            if depth != b"0":
-                self.depth[i] = int(depth)
-            if sm == b"1":
-                self.sitemap[i] = 1
-            if cb is not None:
-                cb(i, int(hop), int(via))
-        self.n_spilled -= len(recs)
-        return len(recs)
-
-    def refill(self) -> int:
-        """Bring URLs back from disk: a block for each host left with none in memory (up to twice
-        the share), then blocks in turn while fewer than half the share are in memory."""
-        ov = self._ov
-        if ov is None or not ov.n:
-            return 0
-        cap = self._ov_cap
-        n = 0
-        if self._starved:
-            left = set()
-            for h in sorted(self._starved):
-                if self.n_in_list >= 2 * cap:
-                    left.add(h)
-                elif self._head[h] < 0 and ov.count(h):
-                    n += self._refill(h)
-            self._starved = left
-        while self.n_in_list < cap // 2 and ov.n:
-            n += self._refill(ov.next_host())
-        return n
 
     def tries(self, idx: int) -> int:
         """Which request of URL ``idx`` the next one is: 1 + its retries and slot-end cuts."""
-        return 1 + self.attempts[idx] + self.cuts[idx] + self.free_cuts[idx]
+        j = idx - self.base
+        return 1 + self.attempts[j] + self.cuts[j] + self.free_cuts[j]
 
     def count_retry(self, idx: int) -> int:
         """One more retry of URL ``idx``; its retries so far."""
-        n = self.attempts[idx] = min(self.attempts[idx] + 1, MAX_U8)
+        j = idx - self.base
+        n = self.attempts[j] = min(self.attempts[j] + 1, MAX_U8)
         return n
 
     def count_cut(self, idx: int, counted: bool) -> tuple[int, int]:
         """One more slot-end cut of URL ``idx`` (``counted``: its own fault); its ``(counted,
         free)`` cuts so far."""
         col = self.cuts if counted else self.free_cuts
-        col[idx] = min(col[idx] + 1, MAX_U8)
-        return self.cuts[idx], self.free_cuts[idx]
+        j = idx - self.base
+        col[j] = min(col[j] + 1, MAX_U8)
+        return self.cuts[j], self.free_cuts[j]
 
     def was_cut(self, idx: int) -> bool:
         """URL ``idx``'s last request was cut at a slot's end and it waits to be asked again."""
-        return bool(self.cuts[idx] or self.free_cuts[idx])
+        j = idx - self.base
+        return bool(self.cuts[j] or self.free_cuts[j])
 
     def cut_and_left(self) -> int:
         """URLs whose request was cut at a slot's end and that were not completed since."""
@@ -223,7 +178,24 @@ class URLStates:
     def clear_cuts(self, idx: int) -> None:
         """URL ``idx`` had an answer (or its cuts made a failure): its next request, if any, is
         cut afresh."""
-        self.cuts[idx] = self.free_cuts[idx] = 0
+        j = idx - self.base
+        self.cuts[j] = self.free_cuts[j] = 0
+
+    # -- a URL's facts, by its index (the columns start at ``base``) ----------------------------
+    def hops_of(self, idx: int) -> int:
+        return self.hops[idx - self.base]
+
+    def depth_of(self, idx: int) -> int:
+        return self.depth[idx - self.base]
+
+    def is_sitemap(self, idx: int) -> bool:
+        return bool(self.sitemap[idx - self.base])
+
+    def attempts_of(self, idx: int) -> int:
+        return self.attempts[idx - self.base]
+
+    def state(self, idx: int) -> int:
+        return self.states[idx - self.base]
 
     def _new_origin(self, prefix: str, host: str) -> int:
         h = self._host_ids.get(host)
@@ -246,7 +218,7 @@ class URLStates:
             self._new_chunk(k)
         c = len(used) - 1
         u = used[c]
-        i = len(self.states)
+        i = self.base + len(self.states)
         if c >= (1 << 32) >> CHUNK_BITS and self._pos.typecode == "I":
             self._pos = array("Q", self._pos)      # more than 4 GiB of paths: 64-bit positions
         self._pos.append(c << CHUNK_BITS | u)
@@ -270,7 +242,7 @@ class URLStates:
         if t < 0 or self._head[h] < 0:
             self._head[h] = i
         else:
-            self._next[t] = i
+            self._next[t - self.base] = i
         self._tail[h] = i
         self._marked.add(h)
         self.n_in_list += 1
@@ -286,27 +258,31 @@ class URLStates:
 
     def url(self, idx: int) -> str:
         """The URL text of entry ``idx`` (gone once its whole chunk is completed)."""
-        p = self._pos[idx]
+        j = idx - self.base
+        if j < 0:
+            raise KeyError(f"URL #{idx} was completed and its text reclaimed")
+        p = self._pos[j]
         c = p >> CHUNK_BITS
         chunk = self._chunks[c]
         if chunk is None:
             raise KeyError(f"URL #{idx} was completed and its text reclaimed")
         end = self._chunk_used[c]
-        if idx + 1 < len(self._pos):
-            q = self._pos[idx + 1]
+        if j + 1 < len(self._pos):
+            q = self._pos[j + 1]
             if q >> CHUNK_BITS == c:
                 end = q & _OFF_MASK
-        return self._origin_prefix[self._origin[idx]] + chunk[p & _OFF_MASK:end].decode()
+        return self._origin_prefix[self._origin[j]] + chunk[p & _OFF_MASK:end].decode()
 
     @property
     def urls(self) -> _URLView:
         return _URLView(self)
 
     def host(self, idx: int) -> str:
-        return self._host_names[self._origin_host[self._origin[idx]]]
+        return self._host_names[self._origin_host[self._origin[idx - self.base]]]
 
     def __len__(self) -> int:
-        return len(self.states)
+        """URLs ever added (those dropped from the columns' front included)."""
+        return self.base + len(self.states)
 
     @property
     def n_hosts(self) -> int:
@@ -314,20 +290,21 @@ class URLStates:
 
     def complete(self, idx: int, stalled: bool = False) -> None:
         """Mark a URL done (fetched, failed, disallowed); it is never scheduled again."""
-        old = self.states[idx]
+        j = idx - self.base
+        old = self.states[j]
         if old == IN_PROGRESS:
             self.n_in_progress -= 1
         elif old == IN_LIST:
             self.n_in_list -= 1          # its FIFO node is skipped when reached
         else:
             raise ValueError(f"URL #{idx} completed twice")
-        self.states[idx] = STALLED if stalled else COMPLETED
+        self.states[j] = STALLED if stalled else COMPLETED
         self.n_completed += 1
-        h = self._origin_host[self._origin[idx]]
+        h = self._origin_host[self._origin[j]]
         self._hpend[h] -= 1
         if self._hpend[h] == 0:
             self._work_changed.add(h)
-        c = self._pos[idx] >> CHUNK_BITS
+        c = self._pos[j] >> CHUNK_BITS
         live = self._chunk_live[c] = self._chunk_live[c] - 1
         if live == 0 and c < len(self._chunks) - 1:
             self._chunks[c] = None        # every URL of the chunk is done: its text goes
@@ -336,43 +313,46 @@ class URLStates:
 
     def release(self, idx: int) -> None:
         """Put an IN_PROGRESS URL back to IN_LIST (its batch was cut short)."""
-        if self.states[idx] != IN_PROGRESS:
+        j = idx - self.base
+        if self.states[j] != IN_PROGRESS:
             raise ValueError(f"URL #{idx} is not in progress")
-        self.states[idx] = IN_LIST
+        self.states[j] = IN_LIST
         self.n_in_progress -= 1
         self.n_in_list += 1
         if idx < self.lo:
             self.lo = idx
-        h = self._origin_host[self._origin[idx]]
+        h = self._origin_host[self._origin[j]]
         self._fifo_insert(h, idx)
         self._marked.add(h)
 
     def _fifo_insert(self, h: int, idx: int) -> None:
         """Insert ``idx`` into host ``h``'s FIFO in URLStates order."""
         nxt = self._next
+        b = self.base
         head = self._head[h]
         if head < 0:
             self._head[h] = self._tail[h] = idx
-            nxt[idx] = -1
+            nxt[idx - b] = -1
         elif idx < head:
-            nxt[idx] = head
+            nxt[idx - b] = head
             self._head[h] = idx
         else:
             p = head
-            while nxt[p] >= 0 and nxt[p] < idx:
-                p = nxt[p]
-            nxt[idx] = nxt[p]
-            nxt[p] = idx
-            if nxt[idx] < 0:
+            while nxt[p - b] >= 0 and nxt[p - b] < idx:
+                p = nxt[p - b]
+            nxt[idx - b] = nxt[p - b]
+            nxt[p - b] = idx
+            if nxt[idx - b] < 0:
                 self._tail[h] = idx
 
     def _advance_lo(self) -> None:
         st = self.states
         n = len(st)
-        lo = self.lo
-        while lo < n and st[lo] >= COMPLETED:
-            lo += 1
-        self.lo = lo
+        b = self.base
+        j = self.lo - b
+        while j < n and st[j] >= COMPLETED:
+            j += 1
+        self.lo = lo = j + b
         wh = self._win_heap
         end = lo + self.window
         while wh and wh[0][0] < end:
@@ -409,12 +389,13 @@ class URLStates:
     def take_increment(self) -> dict:
         """What was appended since the last call (origins, URLs' origin ids and paths): for an
         append-only checkpoint log. Paths of URLs whose text was already reclaimed are empty."""
-        m, n = self._mark_urls, len(self.states)
+        m, n = self._mark_urls, len(self)
+        b = self.base                     # (never above _mark_urls: trim keeps what is not written)
         mo = self._mark_origins
         inc = {"first": m, "origins": [(self._origin_prefix[o], self._host_names[self._origin_host[o]])
                                        for o in range(mo, len(self._origin_prefix))]}
-        pos = np.frombuffer(self._pos, dtype=np.uint32 if self._pos.typecode == "I" else np.uint64)[m:n].astype(np.int64)
-        inc["origin"] = np.frombuffer(self._origin, dtype=np.uint32)[m:n].copy()
+        pos = np.frombuffer(self._pos, dtype=np.uint32 if self._pos.typecode == "I" else np.uint64)[m - b:n - b].astype(np.int64)
+        inc["origin"] = np.frombuffer(self._origin, dtype=np.uint32)[m - b:n - b].copy()
         chunk = pos >> CHUNK_BITS
         off = pos & _OFF_MASK
         end = np.empty_like(off)
@@ -435,16 +416,16 @@ class URLStates:
         inc["lens"] = lens
         inc["text"] = b"".join(parts)
         # the facts set when a URL is added
-        inc["hops"] = np.frombuffer(self.hops, dtype=np.uint8)[m:n].copy()
-        inc["depth"] = np.frombuffer(self.depth, dtype=np.uint16)[m:n].copy()
-        inc["sitemap"] = np.frombuffer(self.sitemap, dtype=np.uint8)[m:n].copy()
+        inc["hops"] = np.frombuffer(self.hops, dtype=np.uint8)[m - b:n - b].copy()
+        inc["depth"] = np.frombuffer(self.depth, dtype=np.uint16)[m - b:n - b].copy()
+        inc["sitemap"] = np.frombuffer(self.sitemap, dtype=np.uint8)[m - b:n - b].copy()
         self._mark_urls, self._mark_origins = n, len(self._origin_prefix)
         return inc
 
     def apply_increment(self, inc: dict) -> None:
         """Append what ``take_increment`` returned (replaying a checkpoint log)."""
-        if inc["first"] != len(self.states):
-            raise ValueError(f"checkpoint increment starts at URL #{inc['first']}, frontier has {len(self.states)}")
+        if inc["first"] != len(self):
+            raise ValueError(f"checkpoint increment starts at URL #{inc['first']}, frontier has {len(self)}")
         for prefix, host in inc["origins"]:
             self._new_origin(prefix, host)
         text = inc["text"]
@@ -457,7 +438,7 @@ class URLStates:
             self.hops[first:] = array("B", np.asarray(inc["hops"], dtype=np.uint8).tobytes())
             self.depth[first:] = array("H", np.asarray(inc["depth"], dtype=np.uint16).tobytes())
             self.sitemap[first:] = np.asarray(inc["sitemap"], dtype=np.uint8).tobytes()
-        self._mark_urls, self._mark_origins = len(self.states), len(self._origin_prefix)
+        self._mark_urls, self._mark_origins = len(self), len(self._origin_prefix)
 
     def counts_for_checkpoint(self) -> dict:
         """The facts counted while URLs are fetched (retries, cuts), sparse: ``{column: (indices,
@@ -466,7 +447,7 @@ class URLStates:
         for name in ("attempts", "cuts", "free_cuts"):
             a = np.frombuffer(getattr(self, name), dtype=np.uint8)
             nz = np.flatnonzero(a)
-            out[name] = (nz.astype(np.int64), a[nz].copy())
+            out[name] = (nz.astype(np.int64) + self.base, a[nz].copy())
         return out
 
     def restore_counts(self, d: dict) -> None:
@@ -476,8 +457,10 @@ class URLStates:
             col = bytearray(n)
             if name in d:
                 idx, val = d[name]
+                idx = np.asarray(idx, dtype=np.int64) - self.base
+                keep = idx >= 0
                 a = np.frombuffer(col, dtype=np.uint8)
-                a[np.asarray(idx, dtype=np.int64)] = np.asarray(val, dtype=np.uint8)
+                a[idx[keep]] = np.asarray(val, dtype=np.uint8)[keep]
             setattr(self, name, col)
 
     def restore_states(self, st: dict) -> np.ndarray:
@@ -485,9 +468,11 @@ class URLStates:
         fetched are IN_LIST again; FIFOs, counts and chunk bookkeeping are rebuilt. Returns the
         host id of every URL."""
         n = st["n"]
-        if n != len(self.states):
-            raise ValueError(f"checkpoint has {n} URLs, the log {len(self.states)}")
-        a = np.frombuffer(st["states"], dtype=np.uint8).copy()
+        if n != len(self.states) or self.base:
+            raise ValueError(f"checkpoint has {n} URLs, the log {len(self)}")
+        a = np.full(n, COMPLETED, dtype=np.uint8)       # URLs the checkpointed rank had dropped: done
+        first = st.get("base", 0)
+        a[first:] = np.frombuffer(st["states"], dtype=np.uint8)
         a[a == IN_PROGRESS] = IN_LIST
         self.states = bytearray(a.tobytes())
         self.n_in_list = int(np.count_nonzero(a == IN_LIST))
@@ -530,18 +515,27 @@ class URLStates:
         self._advance_lo()
         return hosts
 
-    def restore_overflow(self, st: dict | None) -> None:
-        """After :meth:`restore_states`: the URLs on disk the checkpoint listed count as pending."""
-        ov = self._ov
-        if ov is None:
-            if st and st.get("blocks"):
-                raise ValueError("the checkpoint has frontier URLs on disk, but this rank keeps none there")
-            return
-        ov.restore(st)
-        for h in ov.hosts():
-            if self._hpend[h] == 0:
-                self._work_changed.add(h)
-            self._hpend[h] += ov.count(h)
-            if self._head[h] < 0:
-                self._starved.add(h)
-        self.n_spilled = ov.n
+    def trim(self, held=()) -> int:
+        """Drop the completed prefix from the columns (``trim_completed``): the URLs below the
+        window's start, none that a checkpoint has yet to write (``keep_increments``) or that
+        ``held`` (indices of URLs some part still holds) names; only when at least
+        ``trim_min`` URLs and as many as stay go, so each URL is moved O(1) times. Returns how many."""
+        if not self.trim_completed:
+            return 0
+        upto = self.lo
+        if self.keep_increments:
+            upto = min(upto, self._mark_urls)
+        k = upto - self.base
+        if k < self.trim_min or k < len(self.states) - k:
+            return 0
+        upto = min([upto, *held])
+        k = upto - self.base
+        if k < self.trim_min:
+            return 0
+        for name in ("states", "_pos", "_origin", "_next", "hops", "depth", "sitemap", "attempts", "cuts",
+                     "free_cuts"):
+            del getattr(self, name)[:k]
+        self.base = upto
+        if self.on_trim is not None:
+            self.on_trim(upto)
+        return k
