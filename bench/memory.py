@@ -332,8 +332,12 @@ def process_main(a) -> int:
         for p in big:
             m, n = p["memory"], max(1, p["urls_known"])
             print(f"  rank {p['rank']}: RSS {p['max_rss_kb'] * 1024 / n:,.0f} B/URL; "
-                  + ", ".join(f"{k.removesuffix('_bytes')} {v / n:,.1f}" for k, v in m.items() if k.endswith("_bytes"))
-                  + "; " + ", ".join(f"{k} {v:,}" for k, v in m.items() if not k.endswith("_bytes")))
+                  + ", ".join(f"{k.removesuffix('_bytes')} {v / n:,.1f}" for k, v in m.items()
+                              if k.endswith("_bytes") and not k.endswith("disk_bytes") and isinstance(v, int))
+                  + "; " + ", ".join(f"{k} {v:,}" for k, v in m.items()
+                                     if not k.endswith("_bytes") or k.endswith("disk_bytes")))
+            if isinstance(m.get("stats_bytes"), dict):   # rank 0: the statistics kernels, by their own count
+                print("    statistics kernels: " + ", ".join(f"{k} {v / 2 ** 20:,.1f} MB" for k, v in m["stats_bytes"].items()))
     if a.trace:
         for t in runs["trace"]["trace"]:
             top = ", ".join(f"{k} {v / 2 ** 20:.1f}" for k, v in list(t["by_structure"].items())[:8])

@@ -215,6 +215,20 @@ class GraphStats:
         self._first_n = 0                            # nodes the first-N kernels hold
         self._recomputed: dict | None = None         # first-N figures recomputed by finish_first_n
 
+    def nbytes_held(self) -> dict[str, int]:
+        """Bytes each kernel holds now (their own counts: matrices, lists, registers, buffers)."""
+        with self._lock:
+            out = {"degrees": int(self._deg.nbytes)}
+            if self._apsd is not None:
+                out["apsd"] = int(self._apsd.nbytes) + int(self._apsd.list_bytes)
+            if self._scc is not None:
+                out["scc"] = int(self._scc.nbytes)
+            if self._whole is not None:
+                out["whole_scc"] = int(self._whole.nbytes)
+            out["hyperball"] = int(self._hb.nbytes) if self._hb is not None else 0
+            out["first_n_pending"] = 8 * self._pending_edges
+        return out
+
     # ----------------------------------------------------------------- updates
     def add_nodes(self, k: int) -> range:
         """Add ``k`` nodes; they get the next dense ids, which are returned.

@@ -248,3 +248,31 @@ def test_finish_first_n_recomputes_what_the_kernels_had_not_done():
     slow.add_edges(g.src, g.dst)
     assert slow.finish_first_n(recompute=False) == "incremental" and slow.first_n_pending == 0
     same(slow.summary(), expected(g.n, g.src, g.dst, cap=150))
+
+
+def test_each_kernel_says_what_it_holds_and_the_first_n_matrix_stops_at_its_cap():
+    """stats.json's rank-0 ``stats_bytes``: the first-N distance matrix grows as n² up to the cap,
+    the degrees and the whole-graph SCC with every node; HyperBall's registers only while a run
+    is in progress."""
+    small, big = GraphStats(max_nodes=1000), GraphStats(max_nodes=1000)
+    small.add_nodes(100)
+    big.add_nodes(400)
+    a, b = small.nbytes_held(), big.nbytes_held()
+    assert set(a) == {"degrees", "apsd", "scc", "whole_scc", "hyperball", "first_n_pending"}
+    assert b["apsd"] >= 400 * 400 > 100 * 100 <= a["apsd"] < b["apsd"] / 10
+    assert b["degrees"] > a["degrees"] and b["whole_scc"] > a["whole_scc"]
+    capped = GraphStats(max_nodes=50)
+    capped.add_nodes(400)
+    c = capped.nbytes_held()
+    assert c["apsd"] < 50 * 50 * 4 and c["degrees"] == b["degrees"]
+    assert GraphStats(max_nodes=10, enable_apsd=False, enable_scc=False).nbytes_held().keys() == {
+        "degrees", "whole_scc", "hyperball", "first_n_pending"}
+    g = GraphStats(max_nodes=50)
+    g.add_nodes(300)
+    g.add_edges(np.arange(299, dtype=np.int32), np.arange(1, 300, dtype=np.int32))
+    assert g.nbytes_held()["hyperball"] == 0
+    assert g.advance_distances() and g.distances_running    # a run starts on a snapshot (a 300-node path:
+    assert g.nbytes_held()["hyperball"] > 0                 # it takes many passes): its registers count
+    while g.advance_distances():
+        pass
+    assert not g.distances_running and g.nbytes_held()["hyperball"] == 0

@@ -51,6 +51,11 @@ def test_a_crawl_that_spills_is_the_crawl_that_does_not(web, tmp_path):
     for key in ("requests", "pages_crawled", "pages_failed", "duplicates"):
         assert spilled["stats"][key] == plain["stats"][key]
     assert spilled["log"]["once"] == plain["log"]["once"]
+    # rank 0 says what its graph and the statistics kernels hold (issue 35: where rank 0's memory goes)
+    m0 = _memory(tmp_path / "plain")[0]
+    assert m0["graph_bytes"] > 0 and m0["stats_bytes"]["apsd"] > 0 and m0["stats_bytes"]["degrees"] > 0
+    assert set(m0["stats_bytes"]) >= {"degrees", "apsd", "scc", "whole_scc", "hyperball"}
+    assert "stats_bytes" not in _memory(tmp_path / "plain")[1]
     # the default budget: half the machine's memory over the ranks on it
     total = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0]) * 1024
     assert all(m["memory_budget"] == total // 2 // 2 for m in _memory(tmp_path / "plain"))

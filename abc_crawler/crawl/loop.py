@@ -492,6 +492,9 @@ class RankCrawler:
         }
         if self.rank0 is not None:
             out["graph_bytes"] = sum(self.rank0.coordinator.nbytes_held().values())
+            k = self.rank0.coordinator.kernels
+            if k is not None:                         # the statistics kernels' own structures
+                out["stats_bytes"] = k.stats.nbytes_held()
         return out
 
     def summary(self) -> dict:
