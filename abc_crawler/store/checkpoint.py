@@ -59,10 +59,11 @@ _NAME = re.compile(r"rank-(\d{5})\.(\d{8})\.ckpt$")
 #: then the state. Formats 1 (no header) and 2 were pickle streams: refused, never unpickled.
 _HEADER_FORMAT = 3
 #: the version of the state a rank saves (abc_crawler.crawl.state); 1: pickled crawler objects
-STATE_VERSION = 6
+STATE_VERSION = 7
 #: the state versions this code reads (4: per-URL facts in dicts, moved into columns on resume;
-#: 4 and 5: the WARC content-seen table as a dict, read into its compact form)
-READ_VERSIONS = (4, 5, 6)
+#: 4 and 5: the WARC content-seen table as a dict, read into its compact form; 4–6: no URL dropped
+#: from the frontier's columns, none on disk — 7 adds ``frontier.base`` and ``frontier.overflow``)
+READ_VERSIONS = (4, 5, 6, 7)
 
 
 def _dir(session_dir) -> Path:
