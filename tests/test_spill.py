@@ -281,3 +281,40 @@ def test_memory_shares_and_the_default_budget():
     assert memory_shares(1)[0] == memory_shares(64 << 10)[0]     # below the floor: the floor's
     assert default_budget(24 << 30, 8) == (24 << 30) // 16
     assert default_budget(24 << 30, 1) == 12 << 30
+
+
+def test_dropping_the_completed_prefix_moves_fifos_that_start_at_urls_completed_while_listed(tmp_path):
+    """A URL may be completed while it waits in its host's FIFO (it is skipped when the host is
+    visited): a host not visited since still starts there. Dropping the prefix moves such a head
+    (and tail) past the dropped URLs, so the host's later URLs are linked and scheduled right."""
+    f = Frontier(n_columns=7, n_rows=2, batch_urls=3)
+    f.trim_completed, f.keep_increments, f.trim_min = True, False, 4
+    quiet = [f.add(f"http://quiet.test/p{i}", "quiet.test") for i in range(3)]
+    busy = [f"http://busy.test/p{i}" for i in range(40)]
+    for u in busy:
+        f.add(u, "busy.test")
+    only_busy = lambda h: h == "busy.test"      # noqa: E731  (one object: quiet.test stays vetoed)
+    f.schedule(0.0, admit=only_busy)            # quiet.test visited and vetoed: its FIFO starts at p0
+    for i in quiet:
+        f.complete(i)                            # completed while listed, quiet.test not visited again
+    assert drain_host(f, only_busy) == busy
+    assert f.base >= 40                          # the quiet host's completed URLs went with the rest
+    f.add("http://quiet.test/later", "quiet.test")
+    f.add("http://quiet.test/later2", "quiet.test")
+    assert drain(f) == ["http://quiet.test/later", "http://quiet.test/later2"]
+
+
+def drain_host(f: Frontier, admit) -> list[str]:
+    """Every URL ``admit`` lets out (the same veto throughout)."""
+    out = []
+    for _ in range(1000):
+        f.schedule(0.0, admit=admit)
+        els = f.ready(0.0, eager=True)
+        if not els:
+            return out
+        for e in els:
+            for i in e.urls:
+                out.append(f.url(i))
+                f.complete(i)
+            f.finish(e, 0.0, 0.0)
+    raise AssertionError("did not drain")

@@ -532,6 +532,17 @@ class URLStates(Overflowing):
         k = upto - self.base
         if k < self.trim_min:
             return 0
+        # a host's FIFO may still start at URLs completed while listed (skipped when the host is
+        # visited): its head moves past the dropped ones first (all below upto are completed)
+        heads = np.frombuffer(self._head, dtype=np.int32)
+        nxt, b = self._next, self.base
+        for h in np.flatnonzero((heads >= 0) & (heads < upto)).tolist():
+            i = self._head[h]
+            while 0 <= i < upto:
+                i = nxt[i - b]
+            self._head[h] = i
+            if i < 0:
+                self._tail[h] = -1
         for name in ("states", "_pos", "_origin", "_next", "hops", "depth", "sitemap", "attempts", "cuts",
                      "free_cuts"):
             del getattr(self, name)[:k]
