@@ -59,7 +59,7 @@ class HostQueues:
         return self._count.get(host, 0)
 
     def hosts(self) -> list[int]:
-        return [h for h, k in self._count.items() if k]
+        return list(self._count)                      # (a host leaves it when its count is 0)
 
     @property
     def nbytes(self) -> int:
@@ -128,13 +128,11 @@ class HostQueues:
         return self.dir / f"{self.name}.seg-{seg}.bin"
 
     def _fd(self, seg: int) -> int:
+        if seg == self._seg and self._fh is not None:
+            self._fh.flush()                          # the segment being written: its blocks out first
         fd = self._fds.get(seg)
         if fd is None:
-            if self._fh is not None and seg == self._seg:
-                self._fh.flush()
             fd = self._fds[seg] = os.open(self._path(seg), os.O_RDONLY)
-        elif seg == self._seg and self._fh is not None:
-            self._fh.flush()
         return fd
 
     def _write_block(self, host: int) -> None:
@@ -259,10 +257,7 @@ class Overflowing:
         return self._ov.bytes_written if self._ov is not None else 0
 
     def _spill(self, h: int, o: int, path: bytes, hops: int, depth: int, sitemap: bool, hop: int, via: int) -> None:
-        from .urlstates import MAX_U16, MAX_U8
-
-        self._ov.put(h, b"%d\t%d\t%d\t%d\t%d\t%d\t" % (o, min(hops, MAX_U8), min(depth, MAX_U16),
-                                                       1 if sitemap else 0, hop, via) + path + b"\n")
+        self._ov.put(h, b"%d\t%d\t%d\t%d\t%d\t%d\t" % (o, hops, depth, 1 if sitemap else 0, hop, via) + path + b"\n")
         if self._hpend[h] == 0:
             self._work_changed.add(h)
         self._hpend[h] += 1
@@ -278,13 +273,7 @@ class Overflowing:
             o, hops, depth, sm, hop, via, path = rec.split(b"\t", 6)
             i = self._append(int(o), path)
             self._hpend[h] -= 1                    # (counted when it went to disk)
-            j = i - self.base
-            if hops != b"0":
-                self.hops[j] = int(hops)
-            if depth != b"0":
-                self.depth[j] = int(depth)
-            if sm == b"1":
-                self.sitemap[j] = 1
+            self._set_facts(i, int(hops), int(depth), sm == b"1")
             if cb is not None:
                 cb(i, int(hop), int(via))
         self.n_spilled -= len(recs)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .seen import SEEN, new_fpset
+from .seen import new_fpset
 
 __all__ = ["SortedRuns", "SpillingSeen", "BLOCK"]
 
@@ -55,13 +55,13 @@ class _Run:
         self.path, self.n, self.sparse = path, n, sparse
         self.fd = os.open(path, os.O_RDONLY)
 
-    def close(self, remove: bool = True) -> None:
+    def close(self) -> None:
+        """Close and remove the file."""
         os.close(self.fd)
-        if remove:
-            try:
-                os.unlink(self.path)
-            except FileNotFoundError:
-                pass
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
     def read(self, first: int, count: int) -> np.ndarray:
         """Keys ``first`` to ``first + count`` (fewer at the end)."""
@@ -127,10 +127,6 @@ class SortedRuns:
         """Memory held: the sampled keys."""
         return sum(r.sparse.nbytes for r in self.runs)
 
-    @property
-    def disk_bytes(self) -> int:
-        return 8 * len(self)
-
     def contains(self, keys) -> np.ndarray:
         """Which of ``keys`` (any order, repeats allowed) some run holds."""
         q = np.asarray(keys, dtype=np.uint64)
@@ -169,7 +165,6 @@ class SortedRuns:
     def _merge(self, a: _Run, b: _Run) -> _Run:
         """One run of two disjoint ones, streamed in chunks of :data:`MERGE_CHUNK` keys."""
         w = self._writer()
-        pa = pb = 0
         ca, cb = a.read(0, MERGE_CHUNK), b.read(0, MERGE_CHUNK)
         pa, pb = len(ca), len(cb)
         while len(ca) or len(cb):
@@ -194,7 +189,7 @@ class SortedRuns:
 
     def close(self) -> None:
         """Remove every run (their keys still count in ``len``)."""
-        self._closed += len(self)
+        self._closed += sum(r.n for r in self.runs)
         for r in self.runs:
             r.close()
         self.runs = []
@@ -230,9 +225,9 @@ class SpillingSeen:
 
     Until the first spill it *is* the table (``add`` and ``report`` are the table's own methods,
     no extra call) and answers True (new) or False (known). After it, :meth:`add` answers False
-    (known) or None (not in memory: maybe new, to be checked by :meth:`resolve`). The caller keeps a None URL aside and asks :meth:`resolve` for the batch;
-    a fingerprint added once is known to the table from then on, so a URL named again in the same
-    batch is answered False.
+    (known) or None (not in memory: maybe new, to be checked by :meth:`resolve`). The caller keeps
+    a None URL aside and asks :meth:`resolve` for the batch; a fingerprint added once is known to
+    the table from then on, so a URL named again in the same batch is answered False.
     """
 
     def __init__(self, directory: str | os.PathLike, name: str, limit_bytes: int, journal: bool = False):
@@ -263,16 +258,21 @@ class SpillingSeen:
     def maybe_spill(self) -> bool:
         """Spill the table if it holds its limit or more (call it when no fingerprint waits for
         :meth:`resolve`: a spilled one would be found on its own run)."""
-        m = self.mem
-        n = len(m)
-        # full, or near its next doubling (at 70 % load) when that doubling — the old table and the
-        # new one, three times this one, for a moment — would pass the limit
-        if n == 0 or (m.nbytes < self.limit and not (3 * m.nbytes > self.limit and n >= 0.6 * m.capacity)):
+        if not self._full():
             return False
         self.spill()
         return True
 
+    def _full(self) -> bool:
+        """The table holds its limit, or is near its next doubling (at 70 % load) when that
+        doubling — the old table and the new one, three times this one, for a moment — would pass
+        the limit."""
+        m = self.mem
+        n = len(m)
+        return n > 0 and (m.nbytes >= self.limit or (3 * m.nbytes > self.limit and n >= 0.6 * m.capacity))
+
     def spill(self) -> None:
+        """The table's seen keys out as a run (only those no run holds); a new, empty table."""
         if self._journal:
             self._kept.append(self.mem.take_changes())
         keys = self.mem.seen_keys()
@@ -281,7 +281,6 @@ class SpillingSeen:
             keys = keys[~self.runs.contains_sorted(keys)]
         self.mem = None                   # the table goes before the run is merged
         self.runs.add_run(keys)
-        del keys
         self._dup = 0
         self.spills += 1
         self._table(new_fpset(journal=self._journal))
@@ -300,10 +299,6 @@ class SpillingSeen:
     def nbytes(self) -> int:
         """Memory held: the table and the runs' sampled keys."""
         return self.mem.nbytes + self.runs.nbytes
-
-    @property
-    def disk_bytes(self) -> int:
-        return self.runs.disk_bytes
 
     # -- checkpoints ---------------------------------------------------------
     @property
@@ -325,15 +320,14 @@ class SpillingSeen:
         step = max(1, self.limit // 32)              # a part well below the table's limit
         for i in range(0, len(keys), step):
             self.mem.merge(keys[i:i + step], flags[i:i + step])
-            if self.mem.nbytes >= self.limit:
+            if self._full():                         # the rule of maybe_spill
                 self.spill()
                 self._kept = []                      # replayed changes are in the log already
 
     def restored(self) -> None:
         """After a replay: count the table's fingerprints a run holds too."""
         if self.runs:
-            keys, flags = self.mem.items()
-            self._dup = int(np.count_nonzero(self.runs.contains(keys[(flags & SEEN) != 0])))
+            self._dup = int(np.count_nonzero(self.runs.contains(self.mem.seen_keys())))
 
     def close(self) -> None:
         self.runs.close()

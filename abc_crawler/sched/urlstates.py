@@ -59,7 +59,7 @@ class _URLView:
         return self._f.url(i)
 
     def __len__(self) -> int:
-        return len(self._f.states)
+        return len(self._f)
 
 
 class URLStates(Overflowing):
@@ -136,6 +136,11 @@ class URLStates(Overflowing):
                 self._spill(h, o, url[s:].encode(), hops, depth, sitemap, hop, via)
                 return -1
         i = self._append(o, url[s:].encode())
+        self._set_facts(i, hops, depth, sitemap)
+        return i
+
+    def _set_facts(self, i: int, hops: int, depth: int, sitemap: bool) -> None:
+        """The facts URL ``i`` came with, into its columns (saturated)."""
         j = i - self.base
         if hops:
             self.hops[j] = min(hops, MAX_U8)
@@ -143,7 +148,6 @@ class URLStates(Overflowing):
             self.depth[j] = min(depth, MAX_U16)
         if sitemap:
             self.sitemap[j] = 1
-        return i
 
     def tries(self, idx: int) -> int:
         """Which request of URL ``idx`` the next one is: 1 + its retries and slot-end cuts."""
