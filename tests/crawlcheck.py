@@ -617,12 +617,22 @@ def host_overlaps(rows: list[dict]) -> int:
 def newest_checkpoint(session: Path, ranks: int = 4) -> int:
     """The newest superstep every rank has checkpointed (-1: some rank has none yet). A kill before
     every rank holds a common checkpoint leaves nothing to resume from, and --resume refuses it."""
-    d = session / "checkpoint"
-    newest = []
-    for r in range(ranks):
-        steps = [int(p.name.split(".")[1]) for p in d.glob(f"rank-{r:05d}.*.ckpt")] if d.is_dir() else []
-        newest.append(max(steps, default=-1))
-    return min(newest)
+    from abc_crawler.store.checkpoint import checkpoint_steps
+
+    return min(max(checkpoint_steps(session, r), default=-1) for r in range(ranks))
+
+
+def kill_every_rank(proc, session: Path, ranks: int | None = None) -> None:
+    """``kill -9`` every rank of the crawl writing ``session`` (``ranks``: how many there must be),
+    then wait for its launcher ``proc`` to end."""
+    import signal
+
+    pids = rank_pids(str(session))
+    if ranks is not None:
+        assert len(pids) == ranks, pids
+    for p in pids:
+        os.kill(p, signal.SIGKILL)
+    proc.communicate(timeout=60)
 
 
 def rank_pids(marker: str) -> list[int]:

@@ -5,9 +5,7 @@ kill -9 and a resume."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +16,7 @@ import pytest
 
 from abc_crawler.store.checkpoint import checkpoint_steps, load_checkpoint
 from abc_crawler.store.crawllog import CrawlLog, format_line, log_path, merge, status_code
-from crawlcheck import LAB, MPIEXEC, crawl_cli, generate, rank_pids, serve
+from crawlcheck import LAB, MPIEXEC, crawl_cli, generate, kill_every_rank, newest_checkpoint, serve
 from logcheck import row_url
 from warccheck import members, read_session_warc, split_record
 
@@ -203,10 +201,6 @@ def test_abc_report_merges_the_ranks_logs_in_time_order(crawled):
 
 
 # -- kill -9 after a checkpoint, then --resume --------------------------------------------------------
-def _newest_common(session: Path, ranks: int) -> int:
-    return min((max(checkpoint_steps(session, r), default=-1) for r in range(ranks)), default=-1)
-
-
 def _stored_at_checkpoint(session: Path, rank: int) -> list[tuple[str, int, str]]:
     """(URL, status, payload digest) of the response and revisit records in the rank's WARC files
     up to the sizes its newest checkpoint recorded."""
@@ -232,14 +226,10 @@ def test_a_kill_after_a_checkpoint_keeps_the_lines_before_it_and_resume_appends(
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 90
-            while _newest_common(session, 2) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            while newest_checkpoint(session, 2) < 2 and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.02)
             assert proc.poll() is None, "the crawl ended before it could be killed"
-            pids = rank_pids(str(session))
-            assert len(pids) == 2, pids
-            for p in pids:
-                os.kill(p, signal.SIGKILL)
-            proc.communicate(timeout=60)
+            kill_every_rank(proc, session, 2)
         finally:
             if proc.poll() is None:
                 proc.kill()

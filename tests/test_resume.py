@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import LAB, MPIEXEC, check_indexes, check_session, generate, newest_checkpoint, rank_pids, serve
+from crawlcheck import LAB, MPIEXEC, check_indexes, check_session, generate, kill_every_rank, newest_checkpoint, rank_pids, serve
 
 BIN = Path(sys.executable).parent
 
@@ -107,9 +107,7 @@ def test_kill9_with_rotated_warc_files_then_resume(web, tmp_path):
                    and proc.poll() is None and time.monotonic() < deadline):
                 time.sleep(0.02)
             assert proc.poll() is None, "the crawl ended before it could be interrupted"
-            for p in rank_pids(str(session)):
-                os.kill(p, signal.SIGKILL)
-            proc.communicate(timeout=60)
+            kill_every_rank(proc, session)
         finally:
             if proc.poll() is None:
                 proc.kill()

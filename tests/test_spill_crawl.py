@@ -4,8 +4,6 @@ crawl killed with URLs on disk resumes with nothing lost or fetched twice."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from crawlcheck import LAB, MPIEXEC, check_session, crawl_cli, generate, newest_checkpoint, rank_pids, serve
+from crawlcheck import LAB, MPIEXEC, check_session, crawl_cli, generate, kill_every_rank, newest_checkpoint, serve
 
 BIN = Path(sys.executable).parent
 
@@ -80,9 +78,7 @@ def test_a_crawl_killed_with_urls_on_disk_resumes_with_nothing_lost_or_fetched_t
                 time.sleep(0.01)
             assert proc.poll() is None, "the crawl ended before it could be killed"
             assert on_disk, "no frontier URL went to disk before the kill"
-            for p in rank_pids(str(session)):
-                os.kill(p, signal.SIGKILL)
-            proc.communicate(timeout=60)
+            kill_every_rank(proc, session)
         finally:
             if proc.poll() is None:
                 proc.kill()
