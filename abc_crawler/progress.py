@@ -51,6 +51,29 @@ def _num(x, digits: int = 2) -> str:
     return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
 
 
+def first_n_scope(f: dict, nodes: int | None) -> str:
+    """The scope of the first-N figures: ``first N pages`` when they cover fewer pages than the
+    graph has (past the cap, or lagging it), else ``all N pages``.
+
+    >>> first_n_scope({"n": 5, "capped": True}, 9), first_n_scope({"n": 5}, 8), first_n_scope({"n": 5}, 5)
+    ('first 5 pages', 'first 5 pages', 'all 5 pages')
+    """
+    n = f.get("n")
+    if f.get("capped") or (nodes is not None and n is not None and n < nodes):
+        return f"first {n} pages"
+    return f"all {n} pages"
+
+
+def first_n_lag(f: dict) -> str:
+    """What the first-N figures lack while the kernel thread catches up (empty when current).
+
+    >>> first_n_lag({"pending_edges": 1200}), first_n_lag({"pending_edges": 0})
+    (' (1,200 edges behind)', '')
+    """
+    k = f.get("pending_edges") or 0
+    return f" ({k:,} edges behind)" if k else ""
+
+
 def graph_rows(g: dict) -> list[tuple[str, str]]:
     """Summary rows of the crawled graph, each label naming scope and kind.
 
@@ -94,10 +117,10 @@ def graph_rows(g: dict) -> list[tuple[str, str]]:
         else:
             rows.append(("graph, whole (HyperBall estimate)", "not computed"))
     if f:
-        label = f"graph, first {f['n']} pages (exact)" if f.get("capped") else f"graph, all {f['n']} pages (exact)"
-        rows.append((label, f"{_num(f['scc_count'])} SCC (largest {_num(f.get('largest_scc'))}), "
-                            f"diameter {_num(f['diameter'])}, avg distance {_num(f['avg_distance'])}, "
-                            f"effective diameter {_num(f.get('effective_diameter'))}"))
+        rows.append((f"graph, {first_n_scope(f, g.get('nodes'))} (exact)",
+                     f"{_num(f['scc_count'])} SCC (largest {_num(f.get('largest_scc'))}), "
+                     f"diameter {_num(f['diameter'])}, avg distance {_num(f['avg_distance'])}, "
+                     f"effective diameter {_num(f.get('effective_diameter'))}{first_n_lag(f)}"))
     return rows
 
 
@@ -122,8 +145,8 @@ def graph_progress(s: dict) -> str:
     else:
         parts.append(f"graph {s.get('nodes', 0)} nodes")
     if f:
-        scope = f"first {f['n']} pages" if f.get("capped") else f"all {f['n']} pages"
-        parts.append(f"{scope}: diameter {_num(f.get('diameter'))} exact")
+        parts.append(f"{first_n_scope(f, s.get('nodes'))}: diameter {_num(f.get('diameter'))} exact"
+                     f"{first_n_lag(f)}")
     return " | ".join(parts)
 
 

@@ -93,7 +93,7 @@ def graph_json(summary: dict) -> dict:
     for k in ("in_degree_hist", "out_degree_hist"):
         if summary.get(k) is not None:
             out[k] = log_binned(summary[k])
-    for k in ("kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s"):
+    for k in ("kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s", "kernel_first_n_refreshes"):
         if k in summary:
             out[k] = summary[k]
     return out
@@ -213,7 +213,7 @@ class GraphStats:
         self._pending: deque = deque()               # first-N work: (k nodes, None) or (src, dst)
         self._pending_edges = 0
         self._first_n = 0                            # nodes the first-N kernels hold
-        self._recomputed: dict | None = None         # first-N figures recomputed by finish_first_n
+        self._recomputed: dict | None = None         # first-N figures recomputed from scratch (refresh_first_n)
 
     def nbytes_held(self) -> dict[str, int]:
         """Bytes each kernel holds now (their own counts: matrices, lists, registers, buffers)."""
@@ -298,8 +298,8 @@ class GraphStats:
                     log.warning("whole-graph statistics stopped: %s", exc)
                     self._drop_whole()
             if self._recomputed is not None:
-                if self._cap is None or ((s < self._cap) & (d < self._cap) & keep).any():
-                    self._recomputed["stale"] = True     # recomputed again by the next finish_first_n
+                inside = keep if self._cap is None else keep & (s < self._cap) & (d < self._cap)
+                self._recomputed["behind"] += int(np.count_nonzero(inside))   # until the next recomputation
             elif self._scc is not None or self._apsd_active:
                 if self._cap is not None and self._deg.n > self._cap:
                     keep = keep & (s < self._cap) & (d < self._cap)
@@ -390,38 +390,77 @@ class GraphStats:
         brought up to date.
         """
         with self._lock:
-            r = self._recomputed
-            stale = self._pending_edges > 0 or (r is not None and (r["n"] != self._cap_nodes() or "stale" in r))
-            if not stale:
+            if not self.first_n_behind:
                 return "recomputed" if self._recomputed is not None else "incremental"
-            if not recompute or self._whole is None:
-                if self._recomputed is None:
-                    while self._pending:
-                        a, b = self._pending.popleft()
-                        if b is None:
-                            self._first_n_add_nodes(a)
-                        else:
-                            self._first_n_add_edges(a, b)
-                    self._pending_edges = 0
-                    return "incremental"
-            k = self._cap_nodes()
-            indptr, indices = self._whole.csr()
-            src = np.repeat(np.arange(k, dtype=np.int32), np.diff(indptr[:k + 1]))
-            dst = indices[:indptr[k]]
-            keep = dst < k
-            sub = np.zeros(k + 1, dtype=np.int64)
-            np.cumsum(np.bincount(src[keep], minlength=k), out=sub[1:])
-            sub_idx = dst[keep]
-            count, labels = scc_of_csr(sub, sub_idx)
-            figs = exact_figures(k, distance_histogram(sub, sub_idx))
-            self._recomputed = {"n": k, "scc_count": count,
-                                "largest_scc": int(np.bincount(labels).max()) if k else 0, **figs}
-            self._pending.clear()
-            self._pending_edges = 0
-            self._first_n = k
-            self._scc = self._apsd = None
-            self._apsd_overflow = None
+            if self._recomputed is None and (not recompute or self._whole is None):
+                while self._pending:
+                    a, b = self._pending.popleft()
+                    if b is None:
+                        self._first_n_add_nodes(a)
+                    else:
+                        self._first_n_add_edges(a, b)
+                self._pending_edges = 0
+                return "incremental"
+            if self._whole is not None:         # (else the whole graph was dropped: the last figures stay)
+                self._recompute_first_n()
             return "recomputed"
+
+    @property
+    def first_n_method(self) -> str:
+        """``"incremental"`` (SPAWC's kernels) or ``"recomputed"`` (from scratch, since :meth:`refresh_first_n`)."""
+        return "incremental" if self._recomputed is None else "recomputed"
+
+    @property
+    def stats_cap_nodes(self) -> int:
+        """The nodes the first-N figures are to cover: min(nodes, max_nodes)."""
+        return self._cap_nodes()
+
+    @property
+    def can_recompute_first_n(self) -> bool:
+        """Whether :meth:`refresh_first_n` can run (it needs the whole graph's CSR)."""
+        return self._whole is not None
+
+    @property
+    def first_n_behind(self) -> bool:
+        """Whether the first-N figures lag the graph: edges waiting for the
+        incremental kernels, or nodes or edges added since the last recomputation."""
+        r = self._recomputed
+        return bool(self._pending) or (r is not None and (r["n"] != self._cap_nodes() or r["behind"] > 0))
+
+    def refresh_first_n(self) -> bool:
+        """Recompute the first-N figures from scratch now (as :meth:`finish_first_n`).
+
+        Exact on the first N pages of the graph as it is; from then on the
+        figures are recomputed by each call (the incremental kernels are
+        dropped) and, between calls, the summary gives the last figures with
+        the scope they were computed on (``n``) and the first-N edges added
+        since (``pending_edges``).  Returns False (nothing done) when the
+        figures are current or the whole graph is not kept.
+        """
+        with self._lock:
+            if self._whole is None or (self._recomputed is not None and not self.first_n_behind):
+                return False
+            self._recompute_first_n()
+            return True
+
+    def _recompute_first_n(self) -> None:
+        k = self._cap_nodes()
+        indptr, indices = self._whole.csr()
+        src = np.repeat(np.arange(k, dtype=np.int32), np.diff(indptr[:k + 1]))
+        dst = indices[:indptr[k]]
+        keep = dst < k
+        sub = np.zeros(k + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src[keep], minlength=k), out=sub[1:])
+        sub_idx = dst[keep]
+        count, labels = scc_of_csr(sub, sub_idx)
+        figs = exact_figures(k, distance_histogram(sub, sub_idx))
+        self._recomputed = {"n": k, "edges": int(sub_idx.shape[0]), "behind": 0, "scc_count": count,
+                            "largest_scc": int(np.bincount(labels).max()) if k else 0, **figs}
+        self._pending.clear()
+        self._pending_edges = 0
+        self._first_n = k
+        self._scc = self._apsd = None
+        self._apsd_overflow = None
 
     def _cap_nodes(self) -> int:
         n = self._deg.n
@@ -563,12 +602,12 @@ class GraphStats:
         r = self._recomputed
         if r is not None:
             out["method"] = "recomputed"
-            if r["n"] == self._cap_nodes() and "stale" not in r:   # (else None until finish_first_n)
-                if self._enable_scc:
-                    out.update(scc_count=r["scc_count"], largest_scc=r["largest_scc"])
-                if self._enable_apsd:
-                    out.update({key: r[key] for key in ("diameter", "avg_distance", "effective_diameter",
-                                                         "reachable_pairs")})
+            out["pending_edges"] = r["behind"]          # the figures are those of the first n pages
+            if self._enable_scc:                        # as they were at the last recomputation
+                out.update(scc_count=r["scc_count"], largest_scc=r["largest_scc"])
+            if self._enable_apsd:
+                out.update({key: r[key] for key in ("diameter", "avg_distance", "effective_diameter",
+                                                     "reachable_pairs")})
             return out
         if self._scc is not None:
             out["scc_count"] = self._scc.count

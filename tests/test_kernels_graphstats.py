@@ -233,11 +233,15 @@ def test_finish_first_n_recomputes_what_the_kernels_had_not_done():
     want["first_n"]["method"] = "recomputed"
     same(behind.summary(), want)
     assert behind.finish_first_n() == "recomputed"          # nothing new: nothing to do
-    # new edges inside the first N pages make the figures unknown until the next finish
-    extra_s, extra_d = arr([3, 149]), arr([140, 7])
+    # new edges inside the first N pages: the last figures stay, saying how many edges they lack
+    before = behind.summary()["first_n"]
+    extra_s, extra_d = arr([3, 149, 200]), arr([140, 7, 3])      # (200 -> 3 is outside the first 150)
     behind.add_edges(extra_s, extra_d)
-    assert behind.summary()["first_n"]["diameter"] is None
-    behind.finish_first_n()
+    lagging = behind.summary()["first_n"]
+    assert behind.first_n_behind and lagging["pending_edges"] == 2
+    assert {k: v for k, v in lagging.items() if k != "pending_edges"} == {
+        k: v for k, v in before.items() if k != "pending_edges"}
+    assert behind.refresh_first_n() and not behind.first_n_behind and not behind.refresh_first_n()
     src, dst = np.concatenate([g.src, extra_s]), np.concatenate([g.dst, extra_d])
     want = expected(g.n, src, dst, cap=150)
     want["first_n"]["method"] = "recomputed"

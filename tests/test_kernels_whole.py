@@ -487,10 +487,58 @@ def test_kernel_worker_applies_every_batch_and_finishes_distances():
     assert s["first_n"]["n"] == 300 and s["first_n"]["capped"]
     j = graph_json(s)
     assert set(j) == {"dangling", "duplicate_edges", "self_loops", "whole", "first_n", "in_degree_hist",
-                      "out_degree_hist", "kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s"}
+                      "out_degree_hist", "kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s",
+                      "kernel_first_n_refreshes"}
     assert set(j["kernel_lag_parts"]) == {"batches_s", "first_n_s", "hyperball_s"} and j["kernel_cpu_s"] > 0
     assert s["first_n"]["pending_edges"] == 0
     assert sum(j["out_degree_hist"]["count"]) == g.n
+
+
+def test_kernel_worker_recomputes_the_first_n_figures_when_that_is_cheaper():
+    """A batch far bigger than the incremental kernels' measured cost allows is recomputed from
+    scratch; the live figures then say what they cover, and the final ones are exact."""
+    import time
+
+    from test_kernels_graphstats import expected, same
+
+    g = graphs.crawl_like(1200, seed=12)
+    kw = KernelWorker(1000, distance_error=0.2, tick=0.01, first_n_interval=0.0)
+    order = np.maximum(g.src, g.dst)
+    first = order < 200
+    kw.submit(200, g.src[first], g.dst[first])
+    kw.submit(g.n - 200, g.src[~first], g.dst[~first])
+    deadline = time.monotonic() + 30
+    while kw.summary()["first_n"]["method"] != "recomputed" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    live = kw.summary()
+    assert live["first_n"]["method"] == "recomputed" and live["first_n"]["n"] == 1000
+    assert live["first_n"]["diameter"] is not None and live["first_n"]["pending_edges"] == 0
+    late = (g.src[:50] + 7) % 1000, g.src[:50] % 1000         # edges inside the first 1,000 pages
+    kw.submit(0, late[0].astype(np.int32), late[1].astype(np.int32))
+    s = kw.close()
+    assert s["kernel_first_n_refreshes"] >= 1
+    src, dst = np.concatenate([g.src, late[0]]), np.concatenate([g.dst, late[1]])
+    want = expected(g.n, src.astype(np.int32), dst.astype(np.int32), cap=1000)
+    want["first_n"]["method"] = "recomputed"
+    got = {k: v for k, v in s.items() if not k.startswith("kernel_")}
+    got["whole"] = {k: v for k, v in got["whole"].items() if k in want["whole"]}
+    want["whole"] = {k: (got["whole"][k] if v is None else v) for k, v in want["whole"].items()}
+    same(got, want)
+
+
+def test_first_n_plan_and_the_recompute_estimate():
+    from abc_crawler.graph.coordinator import REFRESH_S_PER_NODE_EDGE, first_n_plan, refresh_estimate
+
+    assert first_n_plan(10_000, None, 1e-9, True) == "incremental"       # unmeasured: measure first
+    assert first_n_plan(10_000, 1e-6, 0.02, True) == "incremental"       # 10 ms < 20 ms
+    assert first_n_plan(10_000, 1e-5, 0.02, True) == "recompute"         # 100 ms > 20 ms
+    assert first_n_plan(10_000, 1e-5, 0.02, False) == "incremental"      # no whole graph to recompute from
+    # k x (k + the first k pages' share of the edges), scaled from the last measured run
+    assert refresh_estimate(1000, 4000, 40_000, None) == pytest.approx(1000 * 11_000 * REFRESH_S_PER_NODE_EDGE)
+    assert refresh_estimate(1000, 4000, 40_000, (0.5, 500, 5000)) == pytest.approx(0.5 * 11_000_000 / (500 * 5500))
+    assert refresh_estimate(0, 0, 0, None) == 0.0
+    with pytest.raises(ValueError, match="first_n_duty"):
+        KernelWorker(10, first_n_duty=0)
 
 
 def test_kernel_worker_error_is_kept_and_raised_by_close():

@@ -102,7 +102,8 @@ def graph_figures(s: dict | None) -> list[dict]:
                 figs.append(e)
     if isinstance(f, dict):
         n = f.get("n", s.get("stats_nodes"))
-        scope = f"first {n} pages" if f.get("capped", s.get("capped")) else whole
+        behind = n is not None and s.get("nodes") is not None and n < s["nodes"]
+        scope = f"first {n} pages" if f.get("capped", s.get("capped")) or behind else whole
         for k, label in (("scc_count", "SCC count"), ("largest_scc", "largest SCC"), ("diameter", "diameter"),
                          ("avg_distance", "average distance"), ("effective_diameter", "effective diameter")):
             v = f.get(k)

@@ -93,6 +93,55 @@ def decode_report(data: bytes) -> dict:
 
 _NO_BATCH = object()
 
+# CPU seconds per (node x edge) of a first-N recomputation before one was measured: 1.6e-10 was
+# measured on a crawl's graph (3,897 pages, 33,846 edges: 24 ms); twice that, to err on the side
+# of the incremental kernels, whose cost is measured from the start.
+REFRESH_S_PER_NODE_EDGE = 3.2e-10
+
+
+def refresh_estimate(k: int, nodes: int, edges: int, last: tuple[float, int, int] | None) -> float:
+    """CPU seconds a recomputation of the first-N figures is expected to take.
+
+    ``k`` first-N pages of a graph of ``nodes`` nodes and ``edges`` edges
+    (the first N pages' share of the edges taken as ``k / nodes``): a
+    bit-parallel BFS from every page costs about k x (k + edges inside).
+    Scaled from the last measured recomputation ``last`` = (CPU s, nodes,
+    edges), or from :data:`REFRESH_S_PER_NODE_EDGE` before any.
+
+    >>> refresh_estimate(100, 100, 900, None) == 100 * 1000 * REFRESH_S_PER_NODE_EDGE
+    True
+    >>> refresh_estimate(200, 200, 1800, (0.01, 100, 900))
+    0.04
+    """
+    def work(k: int, n: int, m: int) -> float:
+        inside = m * (k / n) if n else 0.0
+        return float(k) * (k + inside)
+
+    w = work(k, nodes, edges)
+    if last is None:
+        return w * REFRESH_S_PER_NODE_EDGE
+    cost, n0, m0 = last
+    w0 = work(min(k, n0), n0, m0)
+    return cost * (w / w0) if w0 > 0 else w * REFRESH_S_PER_NODE_EDGE
+
+
+def first_n_plan(pending_edges: int, per_edge_s: float | None, refresh_s: float, can_refresh: bool) -> str:
+    """How the kernel thread brings the first-N figures up to date: ``"incremental"`` or ``"recompute"``.
+
+    The incremental kernels (SPAWC's Algorithm 1 and 2) run while their
+    measured cost of the edges waiting, ``pending_edges`` x ``per_edge_s``,
+    stays below the expected cost of a recomputation ``refresh_s``; they
+    run first, unmeasured, so their cost is known (``per_edge_s`` None).
+
+    >>> first_n_plan(300, None, 0.001, True), first_n_plan(300, 1e-6, 0.001, True)
+    ('incremental', 'incremental')
+    >>> first_n_plan(3000, 1e-6, 0.001, True), first_n_plan(3000, 1e-6, 0.001, False)
+    ('recompute', 'incremental')
+    """
+    if not can_refresh or per_edge_s is None:
+        return "incremental"
+    return "recompute" if pending_edges * per_edge_s > refresh_s else "incremental"
+
 
 class KernelWorker:
     """Feeds node and edge batches to the statistics kernels in a worker thread.
@@ -102,9 +151,21 @@ class KernelWorker:
     1. every waiting batch, for the whole-graph figures (degrees and exact
        SCCs: a few milliseconds per superstep even at a million pages), so
        they are current after each superstep;
-    2. the first-N kernels' share of the batches (SPAWC's O(n^2) APSD and
-       SCC over the first ``max_nodes`` pages), 256 edges at a time
-       (``GraphStats(defer_first_n=True)``);
+    2. the first-N figures (exact distances and SCCs over the first
+       ``max_nodes`` pages), by whichever is cheaper by measure
+       (:func:`first_n_plan`): SPAWC's incremental kernels, 256 edges at a
+       time (``GraphStats(defer_first_n=True)``), or a recomputation from
+       scratch (:meth:`GraphStats.refresh_first_n`: Tarjan and a
+       bit-parallel BFS from every page).  On a crawl's graph the
+       recomputation wins as soon as batches hold more than a few hundred
+       edges (4,000 pages: 24 ms against 1.4 s for the incremental
+       updates, ``docs/BENCHMARKS.md``); once chosen it is kept, and runs
+       when the figures lag the graph and at most once per
+       ``first_n_interval`` seconds or per its own CPU time divided by
+       ``first_n_duty`` (0.1: a tenth of a core), whichever is longer.
+       Between runs the summary gives the last exact figures with the
+       scope they cover (``first_n.n``) and the first-N edges added since
+       (``first_n.pending_edges``);
     3. the whole-graph distance estimates (HyperBall), one pass at a time
        on a snapshot of the graph; a new run starts when the graph has
        changed and the last run's CPU time, divided by ``duty``, has passed
@@ -121,14 +182,24 @@ class KernelWorker:
     """
 
     def __init__(self, max_nodes: int, nice: int = 10, *, distance_error: float = 0.1,
-                 duty: float = 0.5, tick: float = 0.1):
+                 duty: float = 0.5, tick: float = 0.1, first_n_duty: float = 0.1,
+                 first_n_interval: float = 1.0):
         from ..kernels import GraphStats  # the Cython kernels (kernels/ folder)
 
-        if not 0 < duty <= 1:
-            raise ValueError(f"duty must be in (0, 1], got {duty!r}")
+        for name, v in (("duty", duty), ("first_n_duty", first_n_duty)):
+            if not 0 < v <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {v!r}")
+        if not first_n_interval >= 0:
+            raise ValueError(f"first_n_interval must be >= 0, got {first_n_interval!r}")
         self.nice = nice
         self.duty = duty
         self.tick = tick
+        self.first_n_duty = first_n_duty
+        self.first_n_interval = first_n_interval
+        self.first_n_refreshes = 0               # recomputations of the first-N figures during the crawl
+        self._per_edge: float | None = None      # measured CPU seconds per edge of the incremental kernels
+        self._refreshed: tuple[float, int, int] | None = None   # (CPU s, nodes, edges) of the last one
+        self._next_refresh = 0.0                 # monotonic time before which no recomputation starts
         self.stats = GraphStats(max_nodes=max_nodes, distance_error=distance_error, defer_first_n=True)
         self._q: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
@@ -145,6 +216,36 @@ class KernelWorker:
     def _distances_due(self) -> bool:
         st = self.stats
         return st.distances_running or (st.distances_stale and time.monotonic() >= self._next_run)
+
+    def _first_n_due(self) -> bool:
+        st = self.stats
+        if st.first_n_pending:
+            return True
+        return st.first_n_behind and st.first_n_method == "recomputed" and time.monotonic() >= self._next_refresh
+
+    def _advance_first_n(self) -> None:
+        """One step of the first-N work: a piece of the incremental kernels' or a recomputation."""
+        st = self.stats
+        t0 = time.thread_time()
+        if st.first_n_method == "incremental":
+            waiting = st.first_n_pending
+            if first_n_plan(waiting, self._per_edge, self._refresh_estimate(),
+                            st.can_recompute_first_n) == "incremental":
+                st.advance_first_n(256)
+                done = waiting - st.first_n_pending
+                if done > 0:
+                    per = (time.thread_time() - t0) / done
+                    self._per_edge = per if self._per_edge is None else 0.5 * (self._per_edge + per)
+                return
+        if st.refresh_first_n():
+            cost = time.thread_time() - t0
+            self.first_n_refreshes += 1
+            self._refreshed = (cost, st.nodes, st.edges)
+            self._next_refresh = time.monotonic() + max(self.first_n_interval, cost * (1 / self.first_n_duty - 1))
+
+    def _refresh_estimate(self) -> float:
+        st = self.stats
+        return refresh_estimate(st.stats_cap_nodes, st.nodes, st.edges, self._refreshed)
 
     def _apply(self, item) -> None:
         if callable(item):                  # a test's injected fault
@@ -166,7 +267,7 @@ class KernelWorker:
             pass
         try:
             while True:
-                busy = self.stats.first_n_pending or self._distances_due()
+                busy = self._first_n_due() or self._distances_due()
                 try:
                     item = self._q.get_nowait() if busy else self._q.get(timeout=self.tick)
                 except queue.Empty:
@@ -175,8 +276,8 @@ class KernelWorker:
                     break
                 if item is not _NO_BATCH:
                     self._apply(item)
-                elif self.stats.first_n_pending:
-                    self.stats.advance_first_n(256)
+                elif self._first_n_due():
+                    self._advance_first_n()
                 elif self._distances_due():
                     running = self.stats.distances_running
                     self.stats.advance_distances()
@@ -259,6 +360,7 @@ class KernelWorker:
         s["kernel_lag_parts"] = dict(self.lag_parts)
         s["kernel_max_delay_s"] = round(self.max_delay_s, 3)
         s["kernel_cpu_s"] = round(self.cpu_s, 3)
+        s["kernel_first_n_refreshes"] = self.first_n_refreshes
         return s
 
 
