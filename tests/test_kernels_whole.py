@@ -502,7 +502,7 @@ def test_kernel_worker_recomputes_the_first_n_figures_when_that_is_cheaper():
     from test_kernels_graphstats import expected, same
 
     g = graphs.crawl_like(1200, seed=12)
-    kw = KernelWorker(1000, distance_error=0.2, tick=0.01, first_n_interval=0.0)
+    kw = KernelWorker(1000, distance_error=0.2, tick=0.01, interval=0.0)
     order = np.maximum(g.src, g.dst)
     first = order < 200
     kw.submit(200, g.src[first], g.dst[first])

@@ -161,7 +161,7 @@ class KernelWorker:
        edges (4,000 pages: 24 ms against 1.4 s for the incremental
        updates, ``docs/BENCHMARKS.md``); once chosen it is kept, and runs
        when the figures lag the graph and at most once per
-       ``first_n_interval`` seconds or per its own CPU time divided by
+       ``interval`` seconds or per its own CPU time divided by
        ``first_n_duty`` (0.1: a tenth of a core), whichever is longer.
        Between runs the summary gives the last exact figures with the
        scope they cover (``first_n.n``) and the first-N edges added since
@@ -169,8 +169,8 @@ class KernelWorker:
     3. the whole-graph distance estimates (HyperBall), one pass at a time
        on a snapshot of the graph; a new run starts when the graph has
        changed and the last run's CPU time, divided by ``duty``, has passed
-       since it ended (``duty`` = 0.5: HyperBall takes at most about half
-       of the thread's time).
+       since it ended, and at least ``interval`` seconds (``duty`` = 0.1:
+       HyperBall takes at most about a tenth of a core).
 
     :meth:`close` finishes all three on the final graph -- the first-N
     figures by recomputation from scratch if the incremental kernels are
@@ -182,20 +182,20 @@ class KernelWorker:
     """
 
     def __init__(self, max_nodes: int, nice: int = 10, *, distance_error: float = 0.1,
-                 duty: float = 0.5, tick: float = 0.1, first_n_duty: float = 0.1,
-                 first_n_interval: float = 1.0):
+                 duty: float = 0.1, tick: float = 0.1, first_n_duty: float = 0.1,
+                 interval: float = 1.0):
         from ..kernels import GraphStats  # the Cython kernels (kernels/ folder)
 
         for name, v in (("duty", duty), ("first_n_duty", first_n_duty)):
             if not 0 < v <= 1:
                 raise ValueError(f"{name} must be in (0, 1], got {v!r}")
-        if not first_n_interval >= 0:
-            raise ValueError(f"first_n_interval must be >= 0, got {first_n_interval!r}")
+        if not interval >= 0:
+            raise ValueError(f"interval must be >= 0, got {interval!r}")
         self.nice = nice
         self.duty = duty
         self.tick = tick
         self.first_n_duty = first_n_duty
-        self.first_n_interval = first_n_interval
+        self.interval = interval
         self.first_n_refreshes = 0               # recomputations of the first-N figures during the crawl
         self._per_edge: float | None = None      # measured CPU seconds per edge of the incremental kernels
         self._refreshed: tuple[float, int, int] | None = None   # (CPU s, nodes, edges) of the last one
@@ -241,7 +241,7 @@ class KernelWorker:
             cost = time.thread_time() - t0
             self.first_n_refreshes += 1
             self._refreshed = (cost, st.nodes, st.edges)
-            self._next_refresh = time.monotonic() + max(self.first_n_interval, cost * (1 / self.first_n_duty - 1))
+            self._next_refresh = time.monotonic() + max(self.interval, cost * (1 / self.first_n_duty - 1))
 
     def _refresh_estimate(self) -> float:
         st = self.stats
@@ -282,7 +282,7 @@ class KernelWorker:
                     running = self.stats.distances_running
                     self.stats.advance_distances()
                     if running and not self.stats.distances_running:        # a run ended
-                        pause = self.stats.last_distance_seconds * (1 / self.duty - 1)
+                        pause = max(self.interval, self.stats.last_distance_seconds * (1 / self.duty - 1))
                         self._next_run = time.monotonic() + pause
                 else:
                     continue

@@ -125,6 +125,8 @@ def load_ca_bundle(path: str | None) -> CaBundle | None:
         raise ConfigError(f"ca-bundle: {path}: larger than {MAX_BUNDLE_BYTES >> 20} MiB")
     if b"-----BEGIN CERTIFICATE-----" not in pem:
         raise ConfigError(f"ca-bundle: {path}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it")
+    if source != path:                  # the system's bundle: curl reads it as it is (parsing its
+        return CaBundle(pem, source)    # ~140 CAs here cost 25 ms a crawl; a broken one fails as tls_ca_bundle)
     try:
         ctx = ssl.create_default_context(cadata=pem.decode("ascii", errors="replace"))
     except ssl.SSLError as exc:
