@@ -192,6 +192,10 @@ class Communicator:
         """How many ranks run on this rank's machine (MPI's shared-memory split)."""
         if self.size == 1:
             return 1
+        # the split is a blocking collective that spins while it waits: the ranks meet in a
+        # sleeping barrier first (they reach this point as their imports finish, up to a second
+        # apart when ranks outnumber cores)
+        _wait(self.comm.Ibarrier())
         node = self.comm.Split_type(MPI.COMM_TYPE_SHARED)
         try:
             return node.Get_size()

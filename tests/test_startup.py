@@ -1,0 +1,37 @@
+"""A rank's start-up: what importing ABC costs beyond its own code (issue 37).
+
+OpenBLAS starts a pool of threads at ``import numpy``; in a process that is one
+MPI rank of several on a machine the pool only costs (about 0.1 CPU-s a process
+on this VM), so ABC runs one BLAS thread unless the user says otherwise.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+_THREADS = ("import re, sys\n"
+            "{imports}\n"
+            "status = open('/proc/self/status').read()\n"
+            "print(re.search(r'Threads:\\s+(\\d+)', status).group(1), os.environ.get('OPENBLAS_NUM_THREADS'))\n")
+
+
+def _run(imports: str, **env) -> tuple[int, str | None]:
+    full = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    full.update(env)
+    out = subprocess.run([sys.executable, "-c", "import os\n" + _THREADS.format(imports=imports)],
+                         capture_output=True, text=True, timeout=60, env=full)
+    assert out.returncode == 0, out.stderr
+    threads, value = out.stdout.split()
+    return int(threads), (None if value == "None" else value)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
+def test_abc_starts_numpy_with_one_blas_thread_unless_told_otherwise():
+    assert _run("import abc_crawler.cli, numpy") == (1, "1")          # the crawl's entry point
+    assert _run("import abc_crawler.cli, numpy", OPENBLAS_NUM_THREADS="2")[1] == "2"   # the user's value stays
+    if (os.cpu_count() or 1) > 1:
+        # control: NumPy alone starts OpenBLAS's pool here, so the count above is ABC's doing
+        assert _run("import numpy")[0] > 1
