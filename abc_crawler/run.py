@@ -25,7 +25,8 @@ from pathlib import Path
 from . import __version__
 from .store import crash
 from .config import CrawlConfig
-from .graph.coordinator import Coordinator, KernelWorker
+from .graph.coordinator import Coordinator
+from .graph.kernelworker import KernelWorker
 from .crawl import STATUS_FIELDS, Rank0Role, RankCrawler, StopFlag
 from .crawl.counters import per_rank_of, totals
 from .graph.hostranks import LiveHostRanks

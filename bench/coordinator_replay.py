@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import harness  # noqa: E402
 
-from abc_crawler.graph.coordinator import Coordinator, KernelWorker, SuperstepReport, encode_report  # noqa: E402
+from abc_crawler.graph.coordinator import Coordinator, SuperstepReport, encode_report  # noqa: E402
+from abc_crawler.graph.kernelworker import KernelWorker  # noqa: E402
 from abc_crawler.graph.hostranks import LiveHostRanks  # noqa: E402
 from abc_crawler.web.urls import fingerprint  # noqa: E402
 

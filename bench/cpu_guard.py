@@ -3,7 +3,7 @@ this tree against an earlier one, interleaved on one nginx web; also the C peer,
 
     nice -n 10 .venv/bin/python bench/cpu_guard.py --against REV_OR_DIR [--tree REV_OR_DIR]
         [--ranks 1 [8]] [--runs 3] [--hosts 60] [--pages 4000] [--seed 37] [--port 18371]
-        [--no-scrapy] [--no-wget2] [--no-ab] [--wget2-threads 1] [--out bench/results/cpu_guard.json]
+        [--web DIR (a web directory instead, e.g. bench/corpus.py's)] [--no-scrapy] [--no-wget2] [--no-ab] [--wget2-threads 1] [--out bench/results/cpu_guard.json]
 
 ``--against``: the earlier tree, a directory with its own ``.venv`` or a git revision of this
 repository (checked out as a worktree at ``/tmp/abc-tree-<sha7>`` with its own ``make venv``, kept
@@ -184,6 +184,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--port", type=int, default=18371, help="port of the generated web (its own web per port)")
+    ap.add_argument("--web", default=None, help="a web directory to crawl instead of a generated one (e.g. the "
+                                                "Debian documentation corpus of bench/corpus.py)")
     ap.add_argument("--concurrency", type=int, default=32, help="Scrapy's CONCURRENT_REQUESTS (abc's default)")
     ap.add_argument("--no-scrapy", action="store_true")
     ap.add_argument("--no-wget2", action="store_true")
@@ -211,7 +213,9 @@ def main(argv=None) -> int:
               f" lab flags {' '.join(commits[name]['lab_flags'])}", flush=True)
     if not args.no_wget2:
         print(f"wget2: {wget2_version()}, --max-threads={args.wget2_threads}", flush=True)
-    web = harness.generated_web(args.hosts, args.pages, seed=args.seed, port=args.port)
+    web = Path(args.web) if args.web else harness.generated_web(args.hosts, args.pages, seed=args.seed, port=args.port)
+    if not (web / "manifest.json").exists():
+        ap.error(f"--web {web}: no manifest.json (a web directory of abc-testweb generate or bench/corpus.py)")
     configs = configs_of(args)
     raw: dict[str, list[dict]] = {c: [] for c in configs}
     scrapy_args = SimpleNamespace(concurrency=args.concurrency, delay=0.0, timeout=args.timeout)

@@ -73,6 +73,7 @@ RULES: list[tuple[str, str, str | None]] = [
      r"^(URLStates\.)?(add|_append|_new_origin|_new_chunk|_host_added)$"),
     ("crawl log", r"abc_crawler/(crawllog|crawl/attempts)\.py$", None),
     ("statistics kernels (rank 0's thread)", r"(abc_crawler/)?kernels/", None),
+    ("statistics kernels (rank 0's thread)", r"abc_crawler/kernelworker\.py$", None),
     ("statistics kernels (rank 0's thread)", r"abc_crawler/coordinator\.py$", r"KernelWorker|^_run$|^_apply$|_distances_due|"
                                                                               r"_publish|^_finish$"),
     ("rank 0's graph (reports into the graph)", r"abc_crawler/(coordinator|webgraph)\.py$", None),

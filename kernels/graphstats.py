@@ -93,7 +93,8 @@ def graph_json(summary: dict) -> dict:
     for k in ("in_degree_hist", "out_degree_hist"):
         if summary.get(k) is not None:
             out[k] = log_binned(summary[k])
-    for k in ("kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s", "kernel_first_n_refreshes"):
+    for k in ("kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s", "kernel_cpu_parts",
+              "kernel_first_n_refreshes"):
         if k in summary:
             out[k] = summary[k]
     return out

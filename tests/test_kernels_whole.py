@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from abc_crawler.graph.coordinator import KernelWorker
+from abc_crawler.graph.kernelworker import KernelWorker
 from abc_crawler.kernels import APSD, GraphStats, HyperBall, WholeSCC, graphs, scc_of_csr
 from abc_crawler.kernels._bfs import distance_histogram
 from abc_crawler.kernels._hyperball import node_hash_registers
@@ -488,7 +488,9 @@ def test_kernel_worker_applies_every_batch_and_finishes_distances():
     j = graph_json(s)
     assert set(j) == {"dangling", "duplicate_edges", "self_loops", "whole", "first_n", "in_degree_hist",
                       "out_degree_hist", "kernel_lag_s", "kernel_lag_parts", "kernel_max_delay_s", "kernel_cpu_s",
-                      "kernel_first_n_refreshes"}
+                      "kernel_cpu_parts", "kernel_first_n_refreshes"}
+    assert set(j["kernel_cpu_parts"]) == {"batches_s", "first_n_s", "hyperball_s", "summary_s"}
+    assert 0 < sum(j["kernel_cpu_parts"].values()) <= j["kernel_cpu_s"] + 0.01
     assert set(j["kernel_lag_parts"]) == {"batches_s", "first_n_s", "hyperball_s"} and j["kernel_cpu_s"] > 0
     assert s["first_n"]["pending_edges"] == 0
     assert sum(j["out_degree_hist"]["count"]) == g.n
@@ -527,7 +529,7 @@ def test_kernel_worker_recomputes_the_first_n_figures_when_that_is_cheaper():
 
 
 def test_first_n_plan_and_the_recompute_estimate():
-    from abc_crawler.graph.coordinator import REFRESH_S_PER_NODE_EDGE, first_n_plan, refresh_estimate
+    from abc_crawler.graph.kernelworker import REFRESH_S_PER_NODE_EDGE, first_n_plan, refresh_estimate
 
     assert first_n_plan(10_000, None, 1e-9, True) == "incremental"       # unmeasured: measure first
     assert first_n_plan(10_000, 1e-6, 0.02, True) == "incremental"       # 10 ms < 20 ms
@@ -664,3 +666,12 @@ def test_control_a_narrower_interval_understates_the_error(tmp_path):
     """Control: the interval at z = 3 (the previous rule) puts estimates beyond 4 stated errors."""
     z = _numberings_z(3.0, tmp_path)
     assert z.max() > 4.0, sorted(z)[-5:]
+
+
+def test_kernel_worker_docstring_examples_run():
+    import doctest
+
+    import abc_crawler.graph.kernelworker as mod
+
+    result = doctest.testmod(mod)
+    assert result.attempted >= 4 and result.failed == 0

@@ -85,7 +85,8 @@ class LiveHostRanks:
         self._waiting = []
         hs, hd = host[src].astype(np.int64), host[dst].astype(np.int64)
         keep = (hs >= 0) & (hd >= 0) & (hs != hd)
-        new = np.unique((hs[keep] << 32) | hd[keep]).tolist()
+        new = np.sort((hs[keep] << 32) | hd[keep])            # distinct pairs (not np.unique: its
+        new = new[np.r_[True, new[1:] != new[:-1]]].tolist() if new.size else []   # numpy.ma import)
         n0 = len(self._pairs)
         self._pairs.update(new)
         self._changed |= len(self._pairs) != n0
