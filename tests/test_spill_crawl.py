@@ -51,8 +51,13 @@ def test_a_crawl_that_spills_is_the_crawl_that_does_not(web, tmp_path):
     assert spilled["log"]["once"] == plain["log"]["once"]
     # rank 0 says what its graph and the statistics kernels hold (issue 35: where rank 0's memory goes)
     m0 = _memory(tmp_path / "plain")[0]
-    assert m0["graph_bytes"] > 0 and m0["stats_bytes"]["apsd"] > 0 and m0["stats_bytes"]["degrees"] > 0
-    assert set(m0["stats_bytes"]) >= {"degrees", "apsd", "scc", "whole_scc", "hyperball"}
+    assert m0["graph_bytes"] > 0 and m0["stats_bytes"]["degrees"] > 0 and m0["stats_bytes"]["whole_scc"] > 0
+    assert set(m0["stats_bytes"]) >= {"degrees", "whole_scc", "hyperball"}
+    # SPAWC's O(n^2) first-N kernels hold memory only while they are the way the figures are kept;
+    # once the kernel thread recomputes instead (issue 37), they are freed
+    incremental = plain["stats"]["graph"]["first_n"]["method"] == "incremental"
+    assert ({"apsd", "scc"} <= set(m0["stats_bytes"])) == incremental
+    assert not incremental or m0["stats_bytes"]["apsd"] > 0
     assert "stats_bytes" not in _memory(tmp_path / "plain")[1]
     # the default budget: half the machine's memory over the ranks on it
     total = int(Path("/proc/meminfo").read_text().split("MemTotal:")[1].split()[0]) * 1024
