@@ -455,7 +455,7 @@ class GraphStats:
         sub_idx = dst[keep]
         count, labels = scc_of_csr(sub, sub_idx)
         figs = exact_figures(k, distance_histogram(sub, sub_idx))
-        self._recomputed = {"n": k, "edges": int(sub_idx.shape[0]), "behind": 0, "scc_count": count,
+        self._recomputed = {"n": k, "behind": 0, "scc_count": count,
                             "largest_scc": int(np.bincount(labels).max()) if k else 0, **figs}
         self._pending.clear()
         self._pending_edges = 0
