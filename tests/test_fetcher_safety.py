@@ -15,7 +15,7 @@ from abc_crawler.web.scope import Scope
 from abc_crawler.testweb.generator import generate_web
 from abc_crawler.testweb.proxy import ForwardProxy
 from abc_crawler.testweb.server import TestWebServer
-from abc_crawler.net.tls import load_ca_bundle
+from abc_crawler.net.tls import CaBundle, load_ca_bundle
 from crawlcheck import free_port, read_log
 from tlscerts import make_certs, openssl_missing
 
@@ -206,3 +206,16 @@ def test_the_ranks_copy_of_the_ca_bundle_leaves_no_file_when_a_rank_is_killed(ce
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().startswith("/proc/self/fd/")
     assert list(tmp.iterdir()) == []
+
+
+def test_each_bundle_hands_libcurl_its_own_cas_even_when_an_earlier_one_was_freed(certs, tmp_path):
+    """A bundle freed and a new one made at the same address (CPython reuses it at once) must not
+    be given the freed bundle's file: the crawl would trust CAs it was never given. CI caught
+    exactly this: the system's bundle verified a certificate of the test's own CA."""
+    other = make_certs(tmp_path / "other", ["a.test"], ca_name="another CA")
+    pems = [certs.ca.read_bytes(), other.ca.read_bytes()]
+    for i in range(40):
+        b = CaBundle(pems[i % 2], "test")
+        with open(b.path(), "rb") as fh:
+            assert fh.read() == pems[i % 2], f"round {i}: the file holds another bundle's CAs"
+        del b

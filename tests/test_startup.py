@@ -35,3 +35,22 @@ def test_abc_starts_numpy_with_one_blas_thread_unless_told_otherwise():
     if (os.cpu_count() or 1) > 1:
         # control: NumPy alone starts OpenBLAS's pool here, so the count above is ABC's doing
         assert _run("import numpy")[0] > 1
+
+
+def test_distinct_is_np_unique_without_importing_numpy_ma():
+    import doctest
+
+    import numpy as np
+
+    from abc_crawler import arrays
+
+    assert doctest.testmod(arrays).failed == 0
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 2, 50, 1000):
+        a = rng.integers(-5, 40, size=n)
+        assert arrays.distinct(a).tolist() == sorted(set(a.tolist()))
+    code = ("import sys, numpy as np\nfrom abc_crawler.arrays import distinct\n"
+            "distinct(np.array([3, 1, 3]))\nprint('numpy.ma' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -22,6 +22,7 @@ from array import array
 
 import numpy as np
 
+from ..arrays import distinct
 from .graphrank import DEFAULT_EXACT_MAX, DEFAULT_LOG2M, harmonic_centrality, positions
 from .webgraph import host_name, reverse_name
 
@@ -85,8 +86,7 @@ class LiveHostRanks:
         self._waiting = []
         hs, hd = host[src].astype(np.int64), host[dst].astype(np.int64)
         keep = (hs >= 0) & (hd >= 0) & (hs != hd)
-        new = np.sort((hs[keep] << 32) | hd[keep])            # distinct pairs (not np.unique: its
-        new = new[np.r_[True, new[1:] != new[:-1]]].tolist() if new.size else []   # numpy.ma import)
+        new = distinct((hs[keep] << 32) | hd[keep]).tolist()
         n0 = len(self._pairs)
         self._pairs.update(new)
         self._changed |= len(self._pairs) != n0

@@ -26,6 +26,7 @@ True
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import ssl
 import tempfile
@@ -59,13 +60,17 @@ class CaBundle:
         """A file name holding :attr:`pem` in this process (made once per process): an anonymous
         in-memory file where the system has ``memfd_create`` (nothing on disk, gone with the
         process however it ends), else a temporary file removed at exit."""
-        holder = _COPIES.get(id(self))
+        key = hashlib.sha256(self.pem).digest()
+        holder = _COPIES.get(key)
         if holder is None:
-            holder = _COPIES[id(self)] = _private_copy(self.pem)
+            holder = _COPIES[key] = _private_copy(self.pem)
         return holder
 
 
-_COPIES: dict[int, str] = {}
+#: one private file per distinct bundle content in this process. Keyed by the bytes' digest, not
+#: by ``id()``: a freed bundle's id is reused by the next one, which would then be handed the old
+#: bundle's file (a crawl would trust CAs it was never given).
+_COPIES: dict[bytes, str] = {}
 
 
 def _private_copy(pem: bytes) -> str:
@@ -108,8 +113,8 @@ def system_bundle_path() -> str | None:
 def load_ca_bundle(path: str | None) -> CaBundle | None:
     """Rank 0: the CAs of ``--ca-bundle`` (ConfigError naming the file when unusable), or the
     system's (None when the system has none: https then fails, counted by kind)."""
-    source = path
-    if path is None:
+    source, system = path, path is None
+    if system:
         path = system_bundle_path()
         if path is None:
             return None
@@ -125,8 +130,8 @@ def load_ca_bundle(path: str | None) -> CaBundle | None:
         raise ConfigError(f"ca-bundle: {path}: larger than {MAX_BUNDLE_BYTES >> 20} MiB")
     if b"-----BEGIN CERTIFICATE-----" not in pem:
         raise ConfigError(f"ca-bundle: {path}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it")
-    if source != path:                  # the system's bundle: curl reads it as it is (parsing its
-        return CaBundle(pem, source)    # ~140 CAs here cost 25 ms a crawl; a broken one fails as tls_ca_bundle)
+    if system:                          # curl reads the system's bundle as it is (parsing its ~140
+        return CaBundle(pem, source)    # CAs here cost 25 ms a crawl; a broken one fails as tls_ca_bundle)
     try:
         ctx = ssl.create_default_context(cadata=pem.decode("ascii", errors="replace"))
     except ssl.SSLError as exc:

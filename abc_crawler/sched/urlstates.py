@@ -34,6 +34,7 @@ from array import array
 
 import numpy as np
 
+from ..arrays import distinct
 from .overflow import Overflowing
 
 __all__ = ["URLStates", "IN_LIST", "IN_PROGRESS", "COMPLETED", "STALLED", "CHUNK_BITS", "CHUNK"]
@@ -48,13 +49,6 @@ MAX_U8, MAX_U16 = 255, 65535
 #: least completed URLs dropped from the columns' front at once (and at least the URLs after them)
 TRIM_MIN = 1 << 16
 
-
-
-def _distinct(a: np.ndarray) -> np.ndarray:
-    """The distinct values of ``a``, sorted (``np.unique(a)`` without its first call's import of
-    ``numpy.ma``: 15 ms of every rank's start-up CPU)."""
-    a = np.sort(a)
-    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
 
 class _URLView:
     """``frontier.urls[i]``: the URL text, rebuilt from its origin and path."""
@@ -415,7 +409,7 @@ class URLStates(Overflowing):
             end[-1] = -1
         parts = []
         lens = np.zeros(n - m, dtype=np.uint32)
-        for c in _distinct(chunk).tolist():
+        for c in distinct(chunk).tolist():
             data = self._chunks[c]
             sel = chunk == c
             if data is None:
