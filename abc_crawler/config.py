@@ -26,7 +26,6 @@ import os
 import re
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -238,6 +237,8 @@ def read_config_file(path: str) -> dict[str, Any]:
 
     ``seeds`` is returned as it is. Errors name the file and the key.
     """
+    import tomllib          # here, not at the top: only a crawl given a config file reads TOML (8 ms)
+
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)

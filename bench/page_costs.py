@@ -86,7 +86,11 @@ def responses(pages):
 
 
 class _OneRank:
+    """What RankCrawler asks of its communicator when it is built (no MPI: one process)."""
     rank, size = 0, 1
+
+    def ranks_on_node(self) -> int:
+        return 1
 
 
 def _crawler(resolve: list[str], tmp: str, warc: bool, batch: int = 64):

@@ -54,3 +54,19 @@ def test_distinct_is_np_unique_without_importing_numpy_ma():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_the_crawl_imports_no_module_it_needs_only_sometimes():
+    """w3lib.url (with urllib.request, http.client and email: 15 ms a rank), tomllib (a config
+    file) and ssl (rank 0's CA bundle) are imported where they are used, not by every rank's
+    start-up; what uses them still works."""
+    code = ("import sys\nimport abc_crawler.cli, abc_crawler.run\n"
+            "late = ['urllib.request', 'http.client', 'w3lib.url', 'tomllib', 'ssl']\n"
+            "print(' '.join(m for m in late if m in sys.modules) or '-')\n"
+            "from abc_crawler.web.urls import canonicalize\n"
+            "print(canonicalize('/b.html?z=1&a=2', 'http://ex.test/'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    loaded, url = out.stdout.split()
+    assert loaded == "-", f"imported at start-up: {loaded}"
+    assert url == "http://ex.test/b.html?a=2&z=1"          # w3lib's canonicalize_url, imported at first use

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import ssl
 import tempfile
 from dataclasses import dataclass
 
@@ -98,6 +97,8 @@ def _remove(name: str) -> None:
 
 def system_bundle_path() -> str | None:
     """The system's CA bundle file, or None when none is found."""
+    import ssl              # rank 0 only, once (with ``_ssl``, 4 ms of every rank's start-up)
+
     cands = []
     paths = ssl.get_default_verify_paths()
     for p in (paths.cafile, paths.openssl_cafile):
@@ -132,6 +133,8 @@ def load_ca_bundle(path: str | None) -> CaBundle | None:
         raise ConfigError(f"ca-bundle: {path}: no PEM certificate (-----BEGIN CERTIFICATE-----) in it")
     if system:                          # curl reads the system's bundle as it is (parsing its ~140
         return CaBundle(pem, source)    # CAs here cost 25 ms a crawl; a broken one fails as tls_ca_bundle)
+    import ssl
+
     try:
         ctx = ssl.create_default_context(cadata=pem.decode("ascii", errors="replace"))
     except ssl.SSLError as exc:

@@ -27,12 +27,22 @@ from __future__ import annotations
 
 import ada_url
 import xxhash
-from w3lib.url import canonicalize_url
 
 __all__ = ["canonicalize", "fingerprint", "host_of", "scheme_of", "UrlError"]
 
 _join = ada_url.join_url
 _xxh = xxhash.xxh3_64_intdigest
+
+
+def canonicalize_url(url: str) -> str:
+    """w3lib's ``canonicalize_url``, imported at its first use: ``w3lib.url`` imports
+    ``urllib.request`` and with it ``http.client``, ``email`` and ``ssl`` (15 ms of every rank's
+    start-up), and many crawls never meet a query or a percent sign before their first pages."""
+    global canonicalize_url
+    from w3lib.url import canonicalize_url as w3lib_canonicalize_url
+
+    canonicalize_url = w3lib_canonicalize_url
+    return w3lib_canonicalize_url(url)
 
 
 class UrlError(ValueError):
