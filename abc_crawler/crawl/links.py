@@ -169,6 +169,7 @@ class LinkClassifier:
         slash = base_url.find("/", colon + 3)
         origin = base_url if slash < 0 else base_url[:slash]
         cache = self._any_host_cache if any_host else self.cache
+        newer = cache.new                 # the newer generation first, inline (most hits are there)
         oos = self.out_of_scope_hosts
         for href in hrefs:
             key = None
@@ -182,13 +183,17 @@ class LinkClassifier:
                     key = (scheme, k) if k[1:2] in ("/", "\\") else (origin, k)
                 else:
                     key = (base_dir, k)
-                hit = cache.get(key)
+                hit = newer.get(key)
+                if hit is None:
+                    hit = cache.get(key)
+                    newer = cache.new     # a hit in the older may have started a new generation
             else:
                 hit = None
             if hit is None:
                 hit = self.classify(href, base_url, any_host)
                 if key is not None:
                     cache.put(key, hit)
+                    newer = cache.new
             if hit[0] is not None:
                 out[hit[1]] = hit
             else:

@@ -16,7 +16,7 @@ from ..web.parser import charset_of, css_links, extract_links, header_links, is_
 from ..net.sitemaps import MAX_INDEX_DEPTH, read_sitemap
 from ..web.urls import fingerprint, scheme_of
 from ..store.validators import PreviousShare, ValidatorLog
-from ..store.warc import RankWarc, b32_sha1
+from ..store.warc import RankWarc
 from .counters import RankCounters
 from .links import LinkClassifier, Target
 
@@ -86,7 +86,7 @@ class PageProcessor:
         if self.warc.write(r, self._outlinks(out[3], out[4]) if self.outlinks else ""):
             c.duplicates += 1
             self.stored_as = "duplicate:digest"
-        self.digest = "sha1:" + b32_sha1(self.warc.last_digest)   # the digest the writer computed
+        self.digest = self.warc.last_payload_digest   # the digest the writer computed
         return out
 
     def _outlinks(self, links: list[Target], hops: int) -> str:
@@ -225,7 +225,7 @@ class PageProcessor:
         if prev is None:                         # a 304 to an unconditional request: nothing to stand for
             c.errors["not_modified_unasked"] += 1
             self.warc.write(r)
-            self.digest = "sha1:" + b32_sha1(self.warc.last_digest)
+            self.digest = self.warc.last_payload_digest
             return r.status, 0, False, [], 0, "not_modified_unasked"
         c.not_modified += 1
         c.pages_ok += 1

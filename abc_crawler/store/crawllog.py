@@ -90,15 +90,22 @@ def payload_digest(body: bytes) -> str:
     return "sha1:" + b32_sha1(hashlib.sha1(body).digest())
 
 
-_stamp_cache: list = [(None, "", "")]    # [(second, "YYYY-MM-DDTHH:MM:SS", "YYYYMMDDHHMMSS")]
+#: the two seconds formatted last, newest first: [(second, "YYYY-MM-DDTHH:MM:SS", "YYYYMMDDHHMMSS")] (a line
+#: stamps the time of writing and of the request, which may fall in the second before it)
+_stamp_cache: list = [(None, "", ""), (None, "", "")]
 
 
 def _second(sec: int, _c=_stamp_cache) -> tuple:
     cached = _c[0]
-    if cached[0] != sec:
-        tm = time.gmtime(sec)
-        cached = _c[0] = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", tm), time.strftime("%Y%m%d%H%M%S", tm))
-    return cached
+    if cached[0] == sec:
+        return cached
+    older = _c[1]
+    if older[0] == sec:
+        return older
+    tm = time.gmtime(sec)
+    fresh = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", tm), time.strftime("%Y%m%d%H%M%S", tm))
+    _c[0], _c[1] = fresh, cached
+    return fresh
 
 
 _MS = [f"{i:03d}" for i in range(1000)]            # milliseconds as three digits, without a format spec

@@ -305,10 +305,11 @@ class RankWarc:
         self.not_modified = 0
         self._seen = ContentSeen()                      # sha1 digest -> (url, date) of its first record
         self.last_digest = b""                          # the SHA-1 of the last body written (the crawl log's)
+        self.last_payload_digest = ""                   # the same as WARC writes it: "sha1:BASE32"
         self._next_id = _RecordIds()
         self.gzip = gzip or DEFAULT_GZIP
         self._gzip_member = GZIP_BACKENDS[self.gzip]
-        self._pending: list[tuple] = []   # (response, date, digest, first, payload ref of a 304)
+        self._pending: list[tuple] = []   # (response, date, payload digest, first, payload ref of a 304, outlinks)
         self._pending_bytes = 0
         self.closed: list[tuple[str, int]] = []    # (name, bytes) of the files finished, each indexed
         self.seq = 0                               # sequence number of the current (or next) file
@@ -376,6 +377,7 @@ class RankWarc:
         """
         body = r.body
         digest = self.last_digest = _sha1(body).digest()
+        dig = self.last_payload_digest = "sha1:" + b32_sha1(digest)    # once a page: records, index, log
         # a body cut after its headers (--accept-types) is stored as a response of its own, never as
         # a revisit of another cut one (they all have the empty payload)
         first = self._seen.get(digest) if not r.truncated else None
@@ -383,11 +385,11 @@ class RankWarc:
         if not self.enabled:
             if first is None:
                 self._seen.add(digest, r.url, date)
-            self._placed(r, date, digest, first, None, -1, 0)
+            self._placed(r, date, dig, first, None, -1, 0)
             return first is not None
         if first is None and not r.truncated:
             self._seen.add(digest, r.url, date)
-        self._queue((r, date, digest, first, None, outlinks), len(body))
+        self._queue((r, date, dig, first, None, outlinks), len(body))
         return first is not None
 
     def write_not_modified(self, r: Response, payload_url: str, payload_date: str, digest: str) -> None:
@@ -407,14 +409,13 @@ class RankWarc:
         if len(pending) >= self.batch or self._pending_bytes >= _BATCH_BYTES:
             self._drain()
 
-    def _placed(self, r: Response, date: str, digest, first, ref, offset: int, length: int) -> None:
-        """Tell ``on_page`` where a page's answer went."""
+    def _placed(self, r: Response, date: str, dig: str | None, first, ref, offset: int, length: int) -> None:
+        """Tell ``on_page`` where a page's answer went (``dig``: its payload digest, ``sha1:BASE32``)."""
         if self.on_page is None:
             return
         if ref is not None:
             kind, dig, purl, pdate = "not_modified", ref[2], ref[0], ref[1]
         else:
-            dig = "sha1:" + b32_sha1(digest)
             kind, purl, pdate = ("response", r.url, date) if first is None else ("revisit", first[0], first[1])
         self.on_page(PageRecord(r, kind, self.name if offset >= 0 else "", offset, length, date, dig, purl, pdate))
 
@@ -449,11 +450,12 @@ class RankWarc:
         if out:
             self._fh.write(b"".join(out))
 
-    def _records(self, r: Response, date: str, digest: bytes | None, first, ref, _sha1=hashlib.sha1,
+    def _records(self, r: Response, date: str, dig: str | None, first, ref, _sha1=hashlib.sha1,
                  _b32=b32_sha1) -> tuple[bytes, bytes, tuple, str]:
         """The request record and the response (``first`` and ``ref`` None), revisit (``first``: the
         same payload stored earlier) or server-not-modified revisit (``ref``) record, two gzip members;
-        the index fields of the second (mime, status, digest) and its record id."""
+        the index fields of the second (mime, status, digest) and its record id. ``dig``: the payload
+        digest, ``sha1:BASE32`` (None for a 304, whose digest is in ``ref``)."""
         body = r.body
         url = r.url
         uri_line = f"WARC-Target-URI: {url}\r\n" if url else ""
@@ -476,7 +478,7 @@ class RankWarc:
         block_sha1 = _sha1(http_head)
         rec_id = self._next_id()
         if first is None and ref is None:
-            payload_digest = f"sha1:{_b32(digest)}"
+            payload_digest = dig
             block_sha1.update(body)
             rec = b"".join((
                 f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
@@ -492,7 +494,7 @@ class RankWarc:
                 profile, (ref_uri, ref_date, payload_digest) = PROFILE_NOT_MODIFIED, ref
                 self.not_modified += 1
             else:                        # the same payload stored earlier in this session
-                profile, (ref_uri, ref_date), payload_digest = _REVISIT_PROFILE, first, f"sha1:{_b32(digest)}"
+                profile, (ref_uri, ref_date), payload_digest = _REVISIT_PROFILE, first, dig
                 self.revisits += 1
             rec = b"".join((
                 f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
