@@ -28,6 +28,13 @@ def _run(imports: str, **env) -> tuple[int, str | None]:
     return int(threads), (None if value == "None" else value)
 
 
+def _python(code: str) -> str:
+    """What a fresh interpreter running ``code`` prints (it must exit 0)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 def test_abc_starts_numpy_with_one_blas_thread_unless_told_otherwise():
     assert _run("import abc_crawler.cli, numpy") == (1, "1")          # the crawl's entry point
@@ -49,24 +56,18 @@ def test_distinct_is_np_unique_without_importing_numpy_ma():
     for n in (0, 1, 2, 50, 1000):
         a = rng.integers(-5, 40, size=n)
         assert arrays.distinct(a).tolist() == sorted(set(a.tolist()))
-    code = ("import sys, numpy as np\nfrom abc_crawler.arrays import distinct\n"
-            "distinct(np.array([3, 1, 3]))\nprint('numpy.ma' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
+    assert _python("import sys, numpy as np\nfrom abc_crawler.arrays import distinct\n"
+                   "distinct(np.array([3, 1, 3]))\nprint('numpy.ma' in sys.modules)").strip() == "False"
 
 
 def test_the_crawl_imports_no_module_it_needs_only_sometimes():
     """w3lib.url (with urllib.request, http.client and email: 15 ms a rank), tomllib (a config
     file) and ssl (rank 0's CA bundle) are imported where they are used, not by every rank's
     start-up; what uses them still works."""
-    code = ("import sys\nimport abc_crawler.cli, abc_crawler.run\n"
-            "late = ['urllib.request', 'http.client', 'w3lib.url', 'tomllib', 'ssl']\n"
-            "print(' '.join(m for m in late if m in sys.modules) or '-')\n"
-            "from abc_crawler.web.urls import canonicalize\n"
-            "print(canonicalize('/b.html?z=1&a=2', 'http://ex.test/'))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    loaded, url = out.stdout.split()
+    loaded, url = _python("import sys\nimport abc_crawler.cli, abc_crawler.run\n"
+                          "late = ['urllib.request', 'http.client', 'w3lib.url', 'tomllib', 'ssl']\n"
+                          "print(' '.join(m for m in late if m in sys.modules) or '-')\n"
+                          "from abc_crawler.web.urls import canonicalize\n"
+                          "print(canonicalize('/b.html?z=1&a=2', 'http://ex.test/'))\n").split()
     assert loaded == "-", f"imported at start-up: {loaded}"
     assert url == "http://ex.test/b.html?a=2&z=1"          # w3lib's canonicalize_url, imported at first use
