@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..exceptions import ConfigError
 
@@ -54,12 +54,17 @@ class CaBundle:
 
     pem: bytes
     source: str
+    #: the SHA-256 of :attr:`pem`, taken once (``path()`` is asked for every new curl handle)
+    key: bytes = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", hashlib.sha256(self.pem).digest())
 
     def path(self) -> str:
         """A file name holding :attr:`pem` in this process (made once per process): an anonymous
         in-memory file where the system has ``memfd_create`` (nothing on disk, gone with the
         process however it ends), else a temporary file removed at exit."""
-        key = hashlib.sha256(self.pem).digest()
+        key = self.key
         holder = _COPIES.get(key)
         if holder is None:
             holder = _COPIES[key] = _private_copy(self.pem)
