@@ -304,8 +304,7 @@ class RankWarc:
         self.revisits = 0
         self.not_modified = 0
         self._seen = ContentSeen()                      # sha1 digest -> (url, date) of its first record
-        self.last_digest = b""                          # the SHA-1 of the last body written (the crawl log's)
-        self.last_payload_digest = ""                   # the same as WARC writes it: "sha1:BASE32"
+        self.last_payload_digest = ""                   # of the last body written, as WARC writes it: "sha1:BASE32"
         self._next_id = _RecordIds()
         self.gzip = gzip or DEFAULT_GZIP
         self._gzip_member = GZIP_BACKENDS[self.gzip]
@@ -376,7 +375,7 @@ class RankWarc:
         bodies are waiting and before every flush, checkpoint and close.
         """
         body = r.body
-        digest = self.last_digest = _sha1(body).digest()
+        digest = _sha1(body).digest()
         dig = self.last_payload_digest = "sha1:" + b32_sha1(digest)    # once a page: records, index, log
         # a body cut after its headers (--accept-types) is stored as a response of its own, never as
         # a revisit of another cut one (they all have the empty payload)
