@@ -1,7 +1,8 @@
 """Issue 37: where a crawl's CPU goes at default settings, by stage, from py-spy profiles of every rank.
 
     nice -n 10 .venv/bin/python bench/cpu_stages.py [--tree REV_OR_DIR] [--ranks 1 8] [--runs 1]
-        [--rate 100] [--hosts 60] [--pages 4000] [--seed 37] [--port 18371] [--out bench/results/cpu_stages.json]
+        [--rate 100] [--hosts 60] [--pages 4000] [--seed 37] [--port 18371]
+        [--web DIR (a web directory instead, e.g. bench/corpus.py's)] [--out bench/results/cpu_stages.json]
 
 The crawl is ``bench/cpu_guard.py``'s ``new:default:K`` (the tree's lab settings and nothing else:
 statistics, WARC, requisites, sitemaps, checkpoints, crawl log and progress at their defaults) on the
@@ -165,6 +166,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pages", type=int, default=4000)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--port", type=int, default=18371)
+    ap.add_argument("--web", default=None, help="a web directory to crawl instead of a generated one (e.g. the "
+                                                "corpus of bench/corpus.py)")
     ap.add_argument("--crawl-arg", action="append", default=[], metavar="ARG",
                     help="one more abc-crawl argument (repeat it; e.g. --crawl-arg=--no-stats)")
     ap.add_argument("--label", default="", help="a name in the profile files' names (two trees' profiles side by side)")
@@ -172,7 +175,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     tree = harness.checkout(args.tree)
     print(harness.describe_header(f"issue 37: CPU by stage at default settings, tree {tree}", ["py-spy"]), flush=True)
-    web = harness.generated_web(args.hosts, args.pages, seed=args.seed, port=args.port)
+    web = Path(args.web) if args.web else harness.generated_web(args.hosts, args.pages, seed=args.seed, port=args.port)
+    if not (web / "manifest.json").is_file():
+        ap.error(f"--web {web}: no manifest.json (a web directory of abc-testweb generate or bench/corpus.py)")
     out_dir = harness.RESULTS
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="abc-cpu-stages-"))

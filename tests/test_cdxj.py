@@ -179,6 +179,8 @@ _tail = st.sampled_from(["", "?a=1&B=2", "?", "#f", "%7E", ";jsessionid=01234567
 @given(scheme=st.sampled_from(["http", "https"]), labels=st.lists(_label, min_size=1, max_size=4),
        port=st.one_of(st.none(), st.integers(0, 70000)), segs=st.lists(_seg, max_size=4), tail=_tail)
 @example(scheme="http", labels=["www2", "h", "test"], port=None, segs=["a"], tail="")
+@example(scheme="http", labels=["www", "www0", "h"], port=None, segs=["a"], tail="")
+@example(scheme="http", labels=["www", "com"], port=None, segs=[], tail="")
 @example(scheme="http", labels=["1", "2", "3", "4"], port=80, segs=[], tail="")
 @example(scheme="https", labels=["h", "test"], port=443, segs=["A", "B.HTML"], tail="/")
 def test_the_surt_key_equals_the_surt_package(scheme, labels, port, segs, tail):
@@ -191,14 +193,17 @@ def test_the_fast_path_is_taken_for_plain_urls():
     """Control: the comparison above is not against itself — plain URLs do not call surt."""
     import surt
 
-    for url in ("http://h000.test:8123/d1/p3.html", "https://a.test/", "http://h.test"):
+    for url in ("http://h000.test:8123/d1/p3.html", "https://a.test/", "http://h.test", "http://www.h.test/",
+                "http://www2.h.test:8080/A/"):
         assert _PLAIN_URL.match(url)
-    assert not _PLAIN_URL.match("http://h.test/a?b=1") and not _PLAIN_URL.match("http://www.h.test/")
+    for url in ("http://h.test/a?b=1", "http://www.www.h.test/", "http://www1.2.3.4/", "http://wwwx.test/"):
+        assert not _PLAIN_URL.match(url), url
     real = surt.surt
     try:
         surt.surt = lambda url: "called"
         assert surt_key("http://h000.test:8123/d1/p3.html") == "test,h000:8123)/d1/p3.html"
         assert surt_key("http://h.test/a?b=1") == "called"
+        assert surt_key("http://www.postgresql.org:8080/docs/15/SQL.html") == "org,postgresql:8080)/docs/15/sql.html"
     finally:
         surt.surt = real
 

@@ -40,11 +40,13 @@ __all__ = ["media_type", "cdxj_line", "surt_key", "surt_slow", "timestamp14", "i
 
 #: URLs whose SURT key is computed here, not by the ``surt`` package (the IA canonicalization is
 #: about 60 µs a URL, a fifth of what a whole page costs a rank): http(s), a host of lower-case
-#: letters, digits, ``-`` and single dots that does not start with ``www`` or look like an IPv4
-#: address, an optional port, a path of unreserved characters without ``//``, dot segments or a
+#: letters, digits, ``-`` and single dots that does not look like an IPv4 address, after one
+#: leading ``www``/``wwwN.`` label, which the SURT form drops (the IA canonicalizer's host
+#: massage; a host with a second one goes to the package), an optional port, a path of unreserved characters without ``//``, dot segments or a
 #: query. For these the canonicalization only lower-cases the path, drops a trailing slash (not the
 #: root's) and a default port; ``tests/test_cdxj.py`` compares with ``surt.surt`` (hypothesis).
-_PLAIN_URL = re.compile(r"^(https?)://((?!www)(?![0-9.]+(?::|/|$))[a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::([1-9][0-9]{0,4}))?"
+_PLAIN_URL = re.compile(r"^(https?)://(?:www[0-9]*\.)?((?!www)(?![0-9.]+(?::|/|$))[a-z0-9-]+(?:\.[a-z0-9-]+)*)"
+                        r"(?::([1-9][0-9]{0,4}))?"
                         r"(/(?:[A-Za-z0-9_~-]+(?:\.[A-Za-z0-9_~-]+)*/?)*)?$")
 _DEFAULT_PORT = {"http": "80", "https": "443"}
 
