@@ -60,6 +60,16 @@ def test_every_kind_on_a_page_made_by_hand():
     assert p.embeds == [] and p.links == got["links"] and p.refresh == got["refresh"]
 
 
+@pytest.mark.parametrize("spelling", ["url", "URL", "Url", "uRl", "urL"])
+def test_style_attribute_urls_in_any_case_and_only_those(spelling):
+    """The style attributes are walked only when the body says ``style`` and ``rl(`` in some case:
+    every spelling of ``url(`` is still found; a page whose only ``url(`` is outside any style
+    attribute gives none from them."""
+    body = f'<link rel=stylesheet href=a.css><p style="background: {spelling}(bg.png)">x</p>'.encode()
+    assert extract_links(body).embeds == ["a.css", "bg.png"]
+    assert extract_links(b'<p style="color: red">url(no.png)</p>').embeds == []
+
+
 def test_css_against_tinycss2():
     css = (b'@charset "utf-8"; @import "a.css"; @import url(b.css) screen; @IMPORT \'c.css\';'
            b'.x { background: url( d.png ) no-repeat, url("e.png"), URL(\'f.png\') } /* url(g.png) */'
