@@ -70,6 +70,18 @@ def test_style_attribute_urls_in_any_case_and_only_those(spelling):
     assert extract_links(b'<p style="color: red">url(no.png)</p>').embeds == []
 
 
+@pytest.mark.timeout(60)
+def test_css_runs_without_a_closing_parenthesis_cost_linear_work():
+    """A sheet (or <style>) of 400,000 ``url(`` with no ")" anywhere: every unquoted URL used to scan
+    to the end of the sheet (160 KB took 72 s, this one would take hours). An unquoted URL stops at
+    a "(" as CSS's url token does, so ``url(a(b).png)`` is no reference (tinycss2: a bad-url)."""
+    assert css_links(b"url(" * 400_000) == []
+    assert css_links(b"url( " * 100_000 + b"url(x.png)") == ["x.png"]
+    assert extract_links(b"<style>" + b"url(" * 100_000 + b"</style><img src=i.png>").embeds == ["i.png"]
+    sheet = b"a{background:url(a(b).png)} b{background:url(ok.png)} @import 'x.css';"
+    assert css_links(sheet) == css_refs(sheet.decode()) == ["ok.png", "x.css"]
+
+
 def test_css_against_tinycss2():
     css = (b'@charset "utf-8"; @import "a.css"; @import url(b.css) screen; @IMPORT \'c.css\';'
            b'.x { background: url( d.png ) no-repeat, url("e.png"), URL(\'f.png\') } /* url(g.png) */'
