@@ -260,3 +260,30 @@ def test_a_crawl_of_the_open_web_without_a_contact_exits_2_naming_it(tmp_path):
     assert r.returncode == 2 and "--contact" in r.stderr, r.stderr
     assert [x for x in r.stderr.splitlines() if x.startswith("abc-crawl:")][0].startswith("abc-crawl: contact: ")
     assert not (tmp_path / "s").exists()
+
+
+# -- a leading .* is dropped from the URL filters' patterns: the same yes or no on every URL --------
+
+from abc_crawler.web.scope import compile_search  # noqa: E402
+
+_piece = st.sampled_from(["a", "/", "[^/]+", r"\.pdf", "$", "^", "(/[^/]+)", r"\1", "x|a", "(?=a)", r"\b", "b*",
+                          "(a|/)+", "(?<=/)a", ".", ".*", ".+?", "?", r"\?", "q="])
+
+
+@settings(max_examples=600, deadline=None)
+@given(lead=st.sampled_from([".*", ".*?", ".*.*", ".*+", ".*{2}", ""]), body=st.lists(_piece, max_size=6).map("".join),
+       url=st.text("ab/x.?=q", max_size=30).map(lambda s: "http://h.test/" + s))
+def test_a_dropped_leading_dot_star_finds_the_same(lead, body, url):
+    try:
+        whole = re.compile(lead + body)
+    except re.error:
+        return
+    assert bool(compile_search(lead + body).search(url)) == bool(whole.search(url)), (lead + body, url)
+
+
+def test_nutchs_loop_rule_without_its_dot_star():
+    """The control: the rule still rejects a URL with a repeated segment, and its compiled
+    pattern no longer starts with .* (which tried every length at every start)."""
+    f = UrlFilter.from_lines([r"-.*(/[^/]+)/[^/]+\1/[^/]+\1/", "+."])
+    assert f._compiled[0][1].pattern == r"(/[^/]+)/[^/]+\1/[^/]+\1/"
+    assert not f.accepts("http://h.test/a/b/a/c/a/d") and f.accepts("http://h.test/a/b/c/d/e/f")
