@@ -42,9 +42,10 @@ __all__ = ["media_type", "cdxj_line", "surt_key", "surt_slow", "timestamp14", "i
 #: about 60 µs a URL, a fifth of what a whole page costs a rank): http(s), a host of lower-case
 #: letters, digits, ``-`` and single dots that does not look like an IPv4 address, after one
 #: leading ``www``/``wwwN.`` label, which the SURT form drops (the IA canonicalizer's host
-#: massage; a host with a second one goes to the package), an optional port, a path of unreserved characters without ``//``, dot segments or a
-#: query. For these the canonicalization only lower-cases the path, drops a trailing slash (not the
-#: root's) and a default port; ``tests/test_cdxj.py`` compares with ``surt.surt`` (hypothesis).
+#: massage; a host with a second one goes to the package), an optional port, a path of
+#: unreserved characters without ``//``, dot segments or a query. For these the canonicalization
+#: only lower-cases the path, drops a trailing slash (not the root's) and a default port;
+#: ``tests/test_cdxj.py`` compares with ``surt.surt`` (hypothesis).
 #: The path is segments each followed by ``/`` and then at most one more, so there is one way to
 #: match it: with the segment's ``/`` optional (before 2026-11-28) a failing URL tried every way
 #: of cutting a segment into pieces, 2^n for a segment of n characters (a 20-character segment and

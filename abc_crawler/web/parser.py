@@ -77,12 +77,12 @@ _STYLE_VALUES = etree.XPath("//@style", smart_strings=False)
 
 def _may_have_style_urls(body: bytes) -> bool:
     """False when no ``style`` attribute of the page can hold a ``url()``: the body has no ``style``
-    or no ``url(`` in any case. libxml2's walk of every attribute for ``//@style`` costs ~130 µs
-    on a corpus page (30 KB, the tree just parsed), where 99.9 % of the pages say ``style`` (a
-    stylesheet link is enough) and 1 % say ``url(``; this test ~35 µs (one search of a lower-cased
-    copy: four searches of the body for the case variants cost 100 µs, a regular expression 200;
-    bench/parser_micro.py). (A ``url(`` written with character references, ``url&#40;``, is not
-    looked for; neither are CSS escapes anywhere, see :func:`css_links`.)"""
+    or no ``url(`` in any case. libxml2's walk of every attribute for ``//@style`` costs 70–130 µs
+    on a corpus page (30 KB), where 99.9 % of the pages say ``style`` (a stylesheet link is
+    enough) and 1 % say ``url(``; this test 34 µs (one search of a lower-cased copy: four searches
+    of the body for the case variants cost 100 µs, a regular expression 200; docs/BENCHMARKS.md,
+    session 16). (A ``url(`` written with character references, ``url&#40;``, is not looked for;
+    neither are CSS escapes anywhere, see :func:`css_links`.)"""
     return (b"tyle" in body or b"TYLE" in body) and b"url(" in body.lower()
 
 

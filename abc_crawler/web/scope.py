@@ -215,7 +215,7 @@ def compile_search(pattern: str) -> re.Pattern:
     r"""``re.compile(pattern)`` for a ``search`` of a canonical URL, a leading ``.*`` (or ``.*?``)
     dropped: the search finds a match exactly when the pattern's does (a URL is one line, and ``.``
     matches anything but a newline), without the ``.*`` trying every length at every start.
-    Nutch's stock loop rule ``.*(/[^/]+)/[^/]+/[^/]+/`` cost 55 ms a 2,048-character URL with
+    Nutch's stock loop rule ``.*(/[^/]+)/[^/]+\1/[^/]+\1/`` cost 55 ms a 2,048-character URL with
     it and 0.04 ms without.
 
     >>> compile_search(r".*\.pdf$").pattern, compile_search(r".*?x").pattern, compile_search(r".*+x").pattern
