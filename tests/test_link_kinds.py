@@ -62,7 +62,7 @@ def test_every_kind_on_a_page_made_by_hand():
 
 @pytest.mark.parametrize("spelling", ["url", "URL", "Url", "uRl", "urL"])
 def test_style_attribute_urls_in_any_case_and_only_those(spelling):
-    """The style attributes are walked only when the body says ``style`` and ``rl(`` in some case:
+    """The style attributes are walked only when the body says ``style`` and ``url(`` in some case:
     every spelling of ``url(`` is still found; a page whose only ``url(`` is outside any style
     attribute gives none from them."""
     body = f'<link rel=stylesheet href=a.css><p style="background: {spelling}(bg.png)">x</p>'.encode()

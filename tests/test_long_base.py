@@ -12,7 +12,7 @@ from abc_crawler.web.scope import Scope
 PAGE = "http://h.test/index.html"
 REFS = ["http://o.test/a", "HTTPS://o.test/b", "/root.html", "//o.test/c", "\\\\o.test\\d", "rel.html", "../up.html",
         "sub/dir/", "./x.html", "?q=1", "#frag", "", "mailto:a@b.test", "ftp://x.test/", "javascript:void(0)",
-        "data:text/plain,x", "a%20b.html", "  /spaced.html"]
+        "data:text/plain,x", "a%20b.html", "  /spaced.html", "\u00e9:x.html"]
 
 
 def _classifier(limit: int) -> LinkClassifier:

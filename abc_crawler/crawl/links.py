@@ -19,7 +19,7 @@ from ..sched.limits import trap_reason
 from ..graph.metrics import url_wire_cost
 from ..web.ownership import Assignment
 from ..web.scope import Scope, ScopeRules
-from ..web.urls import UrlError, canonicalize, fingerprint, host_of
+from ..web.urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
 
 __all__ = ["LinkClassifier", "Target", "CACHE_GENERATION", "DecisionCache"]
 
@@ -72,19 +72,6 @@ class DecisionCache:
 
 
 _C0_SPACE = "".join(map(chr, range(33)))
-
-
-def _has_scheme(ref: str) -> bool:
-    """True if ``ref`` starts with a URL scheme and ``:`` (``mailto:x``, ``ftp://h/``): an absolute
-    URL, whatever the base.
-
-    >>> _has_scheme("mailto:a@b.test"), _has_scheme("a/b:c"), _has_scheme("x.html"), _has_scheme("1a:b")
-    (True, False, False, False)
-    """
-    colon = ref.find(":")
-    if colon <= 0 or not ref[0].isascii() or not ref[0].isalpha():
-        return False
-    return all(c.isascii() and (c.isalnum() or c in "+-.") for c in ref[1:colon])
 
 
 class LinkClassifier:
@@ -242,7 +229,8 @@ class LinkClassifier:
             ref = ref.replace("\t", "").replace("\n", "").replace("\r", "")
         cut = ref.find("#")
         ref = ref if cut < 0 else ref[:cut]
-        if ref[:1] in ("/", "\\") or _has_scheme(ref):      # /x, //h/x (\\ as / in http), a:b
+        # /x, //h/x (\\ as / in http), a:b (a scheme is ASCII: "é:x" is a relative path)
+        if ref[:1] in ("/", "\\") or (scheme_of(ref) and ref.partition(":")[0].isascii()):
             return self.classify(href, origin + "/", any_host)
         if ref[:1] == "?":
             nq = base_url.find("?")
