@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import threading
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -76,14 +77,19 @@ _STYLE_VALUES = etree.XPath("//@style", smart_strings=False)
 
 
 def _may_have_style_urls(body: bytes) -> bool:
-    """False when no ``style`` attribute of the page can hold a ``url()``: the body has no ``style``
-    or no ``url(`` in any case. libxml2's walk of every attribute for ``//@style`` costs 70–130 µs
-    on a corpus page (30 KB), where 99.9 % of the pages say ``style`` (a stylesheet link is
-    enough) and 1 % say ``url(``; this test 34 µs (one search of a lower-cased copy: four searches
-    of the body for the case variants cost 100 µs, a regular expression 200; docs/BENCHMARKS.md,
-    session 16). (A ``url(`` written with character references, ``url&#40;``, is not looked for;
-    neither are CSS escapes anywhere, see :func:`css_links`.)"""
-    return (b"tyle" in body or b"TYLE" in body) and b"url(" in body.lower()
+    """False when no ``style`` attribute of the page can hold a ``url()``: the body says ``style``
+    or ``url`` in no case (a ``url&#40;`` written with a character reference is found; a ``u`` so
+    written is not). libxml2's walk of every attribute for ``//@style`` costs 70–130 µs on a corpus
+    page (30 KB), where 99.9 % of the pages say ``style`` (a stylesheet link is enough) and 1 %
+    say ``url(``; this test 34 µs (one search of a lower-cased copy: four searches of the body for
+    the case variants cost 100 µs, a regular expression 200; docs/BENCHMARKS.md, session 16). A
+    body with a NUL byte (UTF-16 or UTF-32, whose bytes say nothing here) is always walked. Only
+    pages parsed into a tree ask (:func:`_tree_walk`); the tree-less path reads every ``style``
+    attribute as it goes (:class:`_StyleWalk`)."""
+    if b"\x00" in body:
+        return True
+    low = body.lower()
+    return b"style" in low and b"url" in low
 
 
 def is_css(content_type: str) -> bool:
@@ -251,107 +257,231 @@ def _parser(encoding: str | None) -> etree.HTMLParser:
 _NAV_TAGS = ("a", "area", "base", "meta", "link")
 _TAGS = ("a", "area", "base", "meta", "link", "img", "source", "video", "audio", "track", "script", "iframe",
          "frame", "embed", "object", "style", "input")
+_NAV_SET, _TAG_SET = frozenset(_NAV_TAGS), frozenset(_TAGS)
 
 
-def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool = True,
-                  _get=etree._Element.get) -> ParsedPage:
-    """References of a page body by kind (not yet joined with the page URL).
+class _Walk:
+    """What a page's elements give, element by element in document order: ``start(tag, attrib)``
+    for each (``attrib`` a mapping of the element's attributes). It is the target of
+    :func:`_sax_parser` (lxml calls it as libxml2 reads each start tag, and no tree is built)
+    and the body of :func:`_tree_walk`'s loop over a parsed tree (:meth:`element`, the elements
+    it asked for). A ``<style>`` element's text comes to :meth:`style_text` (only the tree has it:
+    a target that is sent the text of every element costs as much as the tree); without it,
+    :attr:`has_style` says the page needs the tree. ``style`` attributes are read by
+    :class:`_StyleWalk`, or by the tree walk's XPath.
 
-    ``encoding`` is the charset of the HTTP Content-Type header, which takes
-    precedence over a ``<meta charset>`` in the page (HTML's encoding sniffing
-    order); without it lxml uses the page's own declaration. ``requisites=False``
-    leaves ``embeds`` empty (``--no-page-requisites``).
-    """
-    if not body or not body.strip():
-        return ParsedPage(ok=False)
-    if body[:3] == b"\xef\xbb\xbf" or body[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        encoding = None                        # a byte-order mark wins over the header
+    ``start`` runs for every element of a page (520 on a corpus page, 90 of them links), so it
+    does the least it can: the target's calls alone cost 420 µs of a corpus page's 600."""
+
+    __slots__ = ("tags", "requisites", "has_style", "anchors", "nofollow_at", "embeds", "style_embeds",
+                 "related", "refresh", "base", "meta_nofollow")
+
+    def reset(self, requisites: bool) -> "_Walk":
+        self.tags = _TAG_SET if requisites else _NAV_SET
+        self.requisites = requisites
+        self.has_style = self.meta_nofollow = False
+        self.anchors: list[str] = []           # every <a>/<area> href, in order
+        self.nofollow_at: list[int] = []       # ... the indexes of those with rel=nofollow
+        self.embeds: list[str] = []
+        self.style_embeds: list[str] = []      # from style attributes (after the other embeds)
+        self.related: list[str] = []
+        self.refresh: list[str] = []
+        self.base: str | None = None           # the first <base> with an href, even an empty one
+        return self
+
+    def start(self, tag, attrib) -> None:
+        if tag in self.tags:
+            if tag == "a" or tag == "area":
+                href = attrib.get("href")
+                if href:
+                    self.anchors.append(href)
+                    rel = attrib.get("rel")
+                    if rel and "nofollow" in rel.lower().split():
+                        self.nofollow_at.append(len(self.anchors) - 1)
+            else:
+                self.element(tag, attrib)
+
+    def element(self, tag, attrib) -> None:
+        """One element whose tag is in :attr:`tags`."""
+        if tag == "a" or tag == "area":
+            href = attrib.get("href")
+            if href:
+                self.anchors.append(href)
+                rel = attrib.get("rel")
+                if rel and "nofollow" in rel.lower().split():
+                    self.nofollow_at.append(len(self.anchors) - 1)
+        elif tag in _SRC_TAGS:
+            embeds = self.embeds
+            src = attrib.get("src")
+            if src and src.strip():
+                if tag != "input" or (attrib.get("type") or "").strip().lower() == "image":
+                    embeds.append(src.strip())
+            if tag in _SRCSET_TAGS:
+                srcset = attrib.get("srcset")
+                if srcset:
+                    embeds.extend(srcset_urls(srcset))
+            elif tag == "video":
+                poster = attrib.get("poster")
+                if poster and poster.strip():
+                    embeds.append(poster.strip())
+        elif tag == "link":
+            href = attrib.get("href")
+            if href and href.strip():
+                rels = set((attrib.get("rel") or "").lower().split())
+                if rels & _EMBED_RELS:
+                    if self.requisites:
+                        self.embeds.append(href.strip())
+                elif rels & _NAV_RELS:
+                    self.related.append(href.strip())
+        elif tag == "base":
+            if self.base is None:
+                self.base = attrib.get("href")
+        elif tag == "meta":
+            equiv = attrib.get("http-equiv")
+            if equiv is not None and equiv.strip().lower() == "refresh":
+                target = refresh_url(attrib.get("content") or "")
+                if target:
+                    self.refresh.append(target)
+            elif not self.meta_nofollow:
+                name = attrib.get("name")
+                if name is not None and name.translate(_ROBOTS_FOLD) == "robots":
+                    content = attrib.get("content")
+                    if content is not None:
+                        tokens = {t.strip().lower() for t in content.split(",")}
+                        if "nofollow" in tokens or "none" in tokens:
+                            self.meta_nofollow = True
+        elif tag == "style":
+            self.has_style = True
+        elif tag == "object":
+            data = attrib.get("data")
+            if data and data.strip():
+                self.embeds.append(data.strip())
+
+    def empty(self) -> bool:
+        """Nothing found (a parse that made no element at all looks the same from here)."""
+        return not (self.anchors or self.embeds or self.style_embeds or self.related or self.refresh
+                    or self.base is not None or self.meta_nofollow)
+
+    def style_text(self, text: str | None) -> None:
+        if text:
+            self.embeds.extend(css_links(text))
+
+    def close(self) -> None:
+        """(lxml calls it when the parse ends; what it returns, the parse returns)"""
+
+    def page(self) -> ParsedPage:
+        page = ParsedPage()
+        base = self.base
+        if base is not None:
+            page.base = base.strip() or None
+        anchors = self.anchors
+        if self.meta_nofollow:                         # every link is nofollow, in document order
+            page.meta_nofollow = True
+            page.nofollow = anchors
+        elif not self.nofollow_at:
+            page.links = anchors
+        else:
+            nf = set(self.nofollow_at)
+            page.links = [h for i, h in enumerate(anchors) if i not in nf]
+            page.nofollow = [anchors[i] for i in self.nofollow_at]
+        page.embeds = self.embeds + self.style_embeds if self.style_embeds else self.embeds
+        page.related, page.refresh = self.related, self.refresh
+        return page
+
+
+class _StyleWalk(_Walk):
+    """:class:`_Walk` that reads ``url()`` in every element's ``style`` attribute, as the target of
+    a parse for requisites."""
+
+    __slots__ = ()
+
+    def start(self, tag, attrib) -> None:
+        if attrib:          # (an element without attributes has lxml's empty mapping: its get costs 0.6 µs)
+            style = attrib.get("style")
+            if style and "url" in style.lower():
+                self.style_embeds.extend(css_links(style))
+        if tag in self.tags:
+            if tag == "a" or tag == "area":
+                href = attrib.get("href")
+                if href:
+                    self.anchors.append(href)
+                    rel = attrib.get("rel")
+                    if rel and "nofollow" in rel.lower().split():
+                        self.nofollow_at.append(len(self.anchors) - 1)
+            else:
+                self.element(tag, attrib)
+
+
+_LOCAL = threading.local()      # per thread: {(encoding, requisites): (its target parser, its walk)}
+
+
+def _sax_parser(encoding: str | None, requisites: bool) -> tuple[etree.HTMLParser, _Walk]:
+    """A parser whose target is a :class:`_StyleWalk` (requisites) or a :class:`_Walk` (lxml
+    parsers and their targets are not shared between threads)."""
+    parsers = getattr(_LOCAL, "parsers", None)
+    if parsers is None:
+        parsers = _LOCAL.parsers = {}
+    hit = parsers.get((encoding, requisites))
+    if hit is None:
+        walk = (_StyleWalk() if requisites else _Walk()).reset(requisites)
+        try:
+            hit = (etree.HTMLParser(**_PARSER_OPTIONS, encoding=encoding, target=walk), walk)
+        except LookupError:
+            hit = _sax_parser(None, requisites)
+        parsers[(encoding, requisites)] = hit
+    return hit
+
+
+def _tree_walk(body: bytes, encoding: str | None, requisites: bool) -> ParsedPage:
+    """:func:`extract_links` over a parsed tree: a page with ``<style>`` elements (their text)."""
     try:
         root = etree.fromstring(body, _parser(encoding))
     except (etree.ParserError, ValueError):
         return ParsedPage(ok=False)
     if root is None:
         return ParsedPage(ok=False)
-    # One walk over the elements that matter, in document order (it replaced three XPath
-    # walks: //base[@href][1]/@href, //meta[translate(@name,...)='robots']/@content and
-    # //a[@href] | //area[@href]; the same results, tests/test_parser_robots.py).
-    base_el = None
-    meta_nofollow = False
-    links: list[str] = []
-    nofollow: list[str] = []
-    embeds: list[str] = []
-    related: list[str] = []
-    refresh: list[str] = []
-    # (``_get(el, name)``, the unbound method, costs less than ``el.get(name)``: the bound-method
-    # lookup on an lxml element was a third of the walk, bench/parser_micro.py)
-    # (the anchors first: most elements a page yields are <a>)
+    walk = _Walk().reset(requisites)
+    element = walk.element
     for el in _iter_document(root, *(_TAGS if requisites else _NAV_TAGS)):
-        tag = el.tag
-        if tag == "a" or tag == "area":
-            href = _get(el, "href")
-            if href:
-                rel = _get(el, "rel")
-                if rel and "nofollow" in rel.lower().split():
-                    nofollow.append(href)
-                else:
-                    links.append(href)
-        elif tag in _SRC_TAGS:
-            src = _get(el, "src")
-            if src and src.strip():
-                if tag != "input" or (_get(el, "type") or "").strip().lower() == "image":
-                    embeds.append(src.strip())
-            if tag in _SRCSET_TAGS:
-                srcset = _get(el, "srcset")
-                if srcset:
-                    embeds.extend(srcset_urls(srcset))
-            elif tag == "video":
-                poster = _get(el, "poster")
-                if poster and poster.strip():
-                    embeds.append(poster.strip())
-        elif tag == "link":
-            href = _get(el, "href")
-            if href and href.strip():
-                rels = set((_get(el, "rel") or "").lower().split())
-                if rels & _EMBED_RELS:
-                    if requisites:
-                        embeds.append(href.strip())
-                elif rels & _NAV_RELS:
-                    related.append(href.strip())
-        elif tag == "base":
-            if base_el is None and _get(el, "href") is not None:
-                base_el = el                          # the first <base> with an href, even an empty one
-        elif tag == "meta":
-            equiv = _get(el, "http-equiv")
-            if equiv is not None and equiv.strip().lower() == "refresh":
-                target = refresh_url(_get(el, "content") or "")
-                if target:
-                    refresh.append(target)
-            elif not meta_nofollow:
-                name = _get(el, "name")
-                if name is not None and name.translate(_ROBOTS_FOLD) == "robots":
-                    content = _get(el, "content")
-                    if content is not None:
-                        tokens = {t.strip().lower() for t in content.split(",")}
-                        if "nofollow" in tokens or "none" in tokens:
-                            meta_nofollow = True
-        elif tag == "style":
-            if el.text:
-                embeds.extend(css_links(el.text))
-        elif tag == "object":
-            data = _get(el, "data")
-            if data and data.strip():
-                embeds.append(data.strip())
-    page = ParsedPage()
-    if base_el is not None:
-        page.base = base_el.get("href").strip() or None
-    if meta_nofollow:                                  # every link is nofollow, in document order
-        page.meta_nofollow = True
-        nofollow = [h for el in _iter_document(root, "a", "area") if (h := _get(el, "href"))]
-        links = []
+        if el.tag == "style":
+            walk.style_text(el.text)
+        else:
+            element(el.tag, el.attrib)
     if requisites and _may_have_style_urls(body):     # style="..." attributes: url() in inline CSS
         for style in _STYLE_VALUES(root):
             if "url" in style.lower():
-                embeds.extend(css_links(str(style)))
-    page.links, page.nofollow = links, nofollow
-    page.embeds, page.related, page.refresh = embeds, related, refresh
-    return page
+                walk.style_embeds.extend(css_links(str(style)))
+    return walk.page()
+
+
+def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool = True) -> ParsedPage:
+    """References of a page body by kind (not yet joined with the page URL).
+
+    ``encoding`` is the charset of the HTTP Content-Type header, which takes
+    precedence over a ``<meta charset>`` in the page (HTML's encoding sniffing
+    order); without it lxml uses the page's own declaration. ``requisites=False``
+    leaves ``embeds`` empty (``--no-page-requisites``).
+
+    A page is read as libxml2 parses it, without building its tree (lxml's parser target,
+    :class:`_Walk`): on the corpus that is 40 % less CPU than the parse and a walk over the
+    tree, whose building and freeing cost more than the parse itself (docs/BENCHMARKS.md,
+    session 17). A page with ``<style>`` elements is parsed into a tree (their text is CSS to
+    read); the two give the same (tests/test_parser_paths.py).
+    """
+    if not body or not body.strip():
+        return ParsedPage(ok=False)
+    if body[:3] == b"\xef\xbb\xbf" or body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        encoding = None                        # a byte-order mark wins over the header
+    if requisites and (b"<style" in body or b"<STYLE" in body):
+        return _tree_walk(body, encoding, requisites)
+    parser, walk = _sax_parser(encoding, requisites)
+    walk.reset(requisites)
+    try:
+        etree.fromstring(body, parser)
+    except (etree.ParserError, ValueError):
+        return ParsedPage(ok=False)
+    # <Style> (or an encoding that hid "<style" from the test above): its text needs the tree;
+    # nothing found: was there an element at all (ok or not)? The tree says.
+    if walk.has_style or walk.empty():
+        return _tree_walk(body, encoding, requisites)
+    return walk.page()
