@@ -291,15 +291,7 @@ class _Walk:
 
     def start(self, tag, attrib) -> None:
         if tag in self.tags:
-            if tag == "a" or tag == "area":
-                href = attrib.get("href")
-                if href:
-                    self.anchors.append(href)
-                    rel = attrib.get("rel")
-                    if rel and "nofollow" in rel.lower().split():
-                        self.nofollow_at.append(len(self.anchors) - 1)
-            else:
-                self.element(tag, attrib)
+            self.element(tag, attrib)
 
     def element(self, tag, attrib) -> None:
         """One element whose tag is in :attr:`tags`."""
@@ -401,15 +393,7 @@ class _StyleWalk(_Walk):
             if style and "url" in style.lower():
                 self.style_embeds.extend(css_links(style))
         if tag in self.tags:
-            if tag == "a" or tag == "area":
-                href = attrib.get("href")
-                if href:
-                    self.anchors.append(href)
-                    rel = attrib.get("rel")
-                    if rel and "nofollow" in rel.lower().split():
-                        self.nofollow_at.append(len(self.anchors) - 1)
-            else:
-                self.element(tag, attrib)
+            self.element(tag, attrib)
 
 
 _LOCAL = threading.local()      # per thread: {(encoding, requisites): (its target parser, its walk)}
