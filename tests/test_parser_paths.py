@@ -125,3 +125,12 @@ def test_threads_do_not_share_a_walk():
     for th in threads:
         th.join(60)
     assert not bad and all(len(w.links) == 300 for w in want)
+
+
+def test_a_page_nested_deeper_than_the_trees_limit_is_read_to_its_end():
+    # libxml2 stops building a tree 256 elements deep (what follows was lost); the tree-less path
+    # reads on, linearly
+    body = b"<a href=first>" + b"<div>" * 300 + b"<a href=deep>" + b"</div>" * 300 + b"<a href=after>"
+    assert extract_links(body).links == ["first", "deep", "after"]
+    assert P._tree_walk(body, None, True).links == ["first"]
+    assert extract_links(b"<span>" * 200_000 + b"<img src=i.png>").embeds == ["i.png"]
