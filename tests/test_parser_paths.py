@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from abc_crawler.web import parser as P
 from abc_crawler.web.parser import charset_of, extract_links
 
-from test_parser_robots import _corpus_sample
+from test_parser_robots import _corpus_sample, _open_tag
 
 
 def _fields(p) -> tuple:
@@ -41,13 +41,8 @@ _tag = st.sampled_from(["a", "A", "area", "base", "meta", "link", "LINK", "img",
                         "head", "body", "svg", "svg:a", "table", "td", "noscript", "template", "title"])
 
 
-def _open(name, attrs, close):
-    parts = [f" {k}={q}{v}{q}" if q or v else f" {k}" for k, v, q in attrs]
-    return f"<{name}{''.join(parts)}{' /' if close else ''}>"
-
-
 _piece = st.one_of(
-    st.builds(_open, _tag, st.lists(_attr, max_size=4), st.booleans()),
+    st.builds(_open_tag, _tag, st.lists(_attr, max_size=4), st.booleans()),
     st.builds(lambda n: f"</{n}>", _tag),
     st.sampled_from(["text", "<!-- <a href=c.html> -->", "<?pi x?>", "&", "<", ">", "\u00e9", "\x00",
                      "<meta charset=latin-1>", "<!DOCTYPE html>", "<html>", "</html>", "<head>", "<body>",
