@@ -1,6 +1,6 @@
 """The two ways :func:`extract_links` reads a page give the same: libxml2's parse with no tree built
-(lxml's parser target, every page without ``<style>`` elements) and the walk over a parsed tree
-(``_tree_walk``, which a page with ``<style>`` elements takes for their text). Every field of the
+(lxml's parser target; ``<style>`` elements' text read from the bytes) and the walk over a parsed
+tree (``_tree_walk``, which a page takes whose style text the bytes cannot vouch for). Every field of the
 result, with and without requisites, on generated markup, real documentation pages and the cases
 where the tree-less path has to hand a page over."""
 from __future__ import annotations
@@ -41,6 +41,26 @@ _tag = st.sampled_from(["a", "A", "area", "base", "meta", "link", "LINK", "img",
                         "head", "body", "svg", "svg:a", "table", "td", "noscript", "template", "title"])
 
 
+#: <style> elements and their look-alikes, for the tree-less path's reading of their text from the bytes
+_STYLES = [
+    "<style>p{background:url(p.png)}</style>", "<style type='text/css' media=\"all\">q{background:url(q.png)}</style>",
+    "<style media='x>y'>m{background:url(m.png)}</style>", "<style a\"b>n{background:url(n.png)}</style>",
+    "<!-- <style>c{background:url(c.png)}</style> -->", "<style>/* <style> */ d{background:url(d.png)}</style>",
+    "<style>e{background:url(e.png)}</style x>f{background:url(f.png)}</style>",
+    "<style>g{background:url(g.png)}</styles>h{background:url(h.png)}</style>",
+    "<style>i{background:url(\u00e9.png)}</style>", "<style>j{background:url('cr\r\nlf.png')}</style>",
+    "<style>k{background:url('nul\x00.png')}</style>", "<style/>l{background:url(l.png)}</style>",
+    "<style\tmedia=all>t{background:url(t.png)}</style>", "<style\x0b>v{background:url(v.png)}</style>",
+    "<style>@import 'imp.css'; u{background:url(u.png)}", "<style></style>", "<style>x{}</STYLE >",
+    "<svg><style>s{fill:url(#g)}</style></svg>", "<textarea><style>w{background:url(w.png)}</style></textarea>",
+    "<title><style>y{background:url(y.png)}</style></title>", "<noscript><style>z{background:url(z.png)}</style>"
+    "</noscript>", "<script>'<style>'</script>", "<a title='<style>'>", "<plaintext><style>", "<xmp><style></xmp>",
+    "<meta charset=utf-7>", "<meta charset=' UTF-8 '>", "<meta charset=shift_jis>", "<meta charset=x-bogus>",
+    "<meta http-equiv=Content-Type content='text/html; charset=iso-2022-jp'>",
+    "<meta http-equiv=content-type content='text/html;charset=\"windows-1252\"'>",
+    "<?xml version='1.0' encoding='utf-8'?>", "\x1b$B",
+]
+
 _piece = st.one_of(
     st.builds(_open_tag, _tag, st.lists(_attr, max_size=4), st.booleans()),
     st.builds(lambda n: f"</{n}>", _tag),
@@ -49,6 +69,7 @@ _piece = st.one_of(
                      "<script>var a='<a href=s.html><style>';</script>", "<textarea><img src=t.png></textarea>",
                      "<Style>p{background:url(st.png)}</Style>", "<sTyLe>@import 'i.css';</sTyLe>",
                      "<STYLE>b{background:url(S.png)}</STYLE>", "<style>a{}</style>"]),
+    st.sampled_from(_STYLES),
 )
 
 
@@ -61,6 +82,9 @@ _piece = st.one_of(
          charset=None)
 @example(text="<html><body><a href=a></body></html><a href=b><img src=c><Style>x{background:url(d)}</Style>",
          enc="utf-8", charset=None)
+@example(text="".join(_STYLES), enc="utf-8", charset=None)
+@example(text="<img src=a><style>b{background:url(b)}</style><img src=c><STYLE>d{background:url(d)}</STYLE>"
+              "<img src=e>", enc="latin-1", charset="iso-8859-1")
 def test_the_two_paths_agree_on_generated_markup(text, enc, charset):
     _same(text.encode(enc, "replace"), charset_of(f"text/html; charset={charset}") if charset else None)
 
@@ -129,3 +153,58 @@ def test_a_page_nested_deeper_than_the_trees_limit_is_read_to_its_end():
     assert extract_links(body).links == ["first", "deep", "after"]
     assert P._tree_walk(body, None, True).links == ["first"]
     assert extract_links(b"<span>" * 200_000 + b"<img src=i.png>").embeds == ["i.png"]
+
+
+def test_style_text_is_read_from_the_bytes_without_a_tree(monkeypatch):
+    # pages with <style> elements take the tree-less path when their bytes can be read as ASCII's,
+    # the style's links in document order among the other embeds
+    def no_tree(*a):
+        raise AssertionError("parsed into a tree")
+
+    pages = [
+        (b'<?xml version="1.0" encoding="UTF-8"?>\r\n<html><head><meta http-equiv="Content-Type" '
+         b'content="application/xhtml+xml; charset=UTF-8" />\r\n<link rel=stylesheet href=a.css>'
+         b'<style type="text/css">\r\nb { background: url("b\r\n.png") }\r\n</style></head><body>'
+         b'<img src=c.png><STYLE media=print>@import "d.css";</STYLE ><a href=n>n</a>', None,
+         ["a.css", "b\n.png", "c.png", "d.css"]),
+        (b"<meta charset=latin-1><style>x{background:url(e.png)}</style><img src=f.png>", "iso8859-1",
+         ["e.png", "f.png"]),
+        (b"<meta charset=shift_jis><style></style><img src=g.png><style>y{}</style>", None, ["g.png"]),
+    ]
+    want = [P._tree_walk(b, enc, True) for b, enc, _ in pages]
+    monkeypatch.setattr(P, "_tree_walk", no_tree)
+    for (body, enc, embeds), w in zip(pages, want):
+        got = extract_links(body, enc)
+        assert got.embeds == embeds and _fields(got) == _fields(w)
+
+
+def test_style_text_the_bytes_cannot_vouch_for_is_read_from_the_tree(monkeypatch):
+    trees = []
+    real = P._tree_walk
+    monkeypatch.setattr(P, "_tree_walk", lambda *a: trees.append(a[0]) or real(*a))
+    style = b"<style>x{background:url(s.png)}</style><img src=i.png>"
+    cases = [
+        b"<!-- <style> -->" + style,                               # a <style that is text: one too many
+        b"<style/>" + style,                                       # libxml2 closes <style/> at once
+        b"<style media='a>b'>" + style,                            # not a plain tag
+        b"<meta charset=utf-7>" + style,                           # a charset whose ASCII is not ASCII
+        b"<meta http-equiv=content-type content='text/html; charset=iso-2022-jp'>" + style,
+        b"<?xml version='1.0' encoding='cp037'?>" + style,
+        b"<style>x{background:url(\xc3\xa9.png)}</style>",         # not ASCII
+        b"<style>y{background:url(u.png)}",                        # no end
+    ]
+    for body in cases:
+        before = len(trees)
+        got = extract_links(body)
+        assert len(trees) == before + 1, body
+        assert _fields(got) == _fields(real(body, None, True))
+    assert extract_links(style, "utf-16").embeds == real(style, "utf-16", True).embeds
+
+
+def test_the_links_of_many_style_elements_keep_document_order():
+    # each style's links go where it was met, in one merge (an insertion per style made the page
+    # quadratic: 200,000 styles took 7.7 s where 50,000 took 0.9; the merge 2.6 and 0.6)
+    n = 20_000
+    body = b"<style>a{background:url(x.png)}</style><img src=i.png>" * n
+    p = extract_links(body)
+    assert p.embeds == ["x.png", "i.png"] * n

@@ -271,21 +271,25 @@ class _Walk:
     for each (``attrib`` a mapping of the element's attributes). It is the target of
     :func:`_sax_parser` (lxml calls it as libxml2 reads each start tag, and no tree is built)
     and the body of :func:`_tree_walk`'s loop over a parsed tree (:meth:`element`, the elements
-    it asked for). A ``<style>`` element's text comes to :meth:`style_text` (only the tree has it:
-    a target that is sent the text of every element costs as much as the tree); without it,
-    :attr:`has_style` says the page needs the tree. ``style`` attributes are read by
-    :class:`_StyleWalk`, or by the tree walk's XPath.
+    it asked for). A ``<style>`` element's text comes to :meth:`style_text` from the tree; the
+    tree-less path notes where each one was met (:attr:`style_at`, the count of embeds before it)
+    and reads their text from the bytes (:func:`_style_texts`: a target that is sent the text of
+    every element costs as much as the tree), and the page's declared charsets
+    (:attr:`charsets`), which say whether the bytes can be read so. ``style`` attributes are read
+    by :class:`_StyleWalk`, or by the tree walk's XPath.
 
     ``start`` runs for every element of a page (520 on a corpus page, 90 of them links), so it
     does the least it can: the target's calls alone cost 420 µs of a corpus page's 540."""
 
-    __slots__ = ("tags", "requisites", "has_style", "anchors", "nofollow_at", "embeds", "style_embeds",
+    __slots__ = ("tags", "requisites", "style_at", "charsets", "anchors", "nofollow_at", "embeds", "style_embeds",
                  "related", "refresh", "base", "meta_nofollow")
 
     def reset(self, requisites: bool) -> "_Walk":
         self.tags = _TAG_SET if requisites else _NAV_SET
         self.requisites = requisites
-        self.has_style = self.meta_nofollow = False
+        self.meta_nofollow = False
+        self.style_at: list[int] = []          # per <style> element met: len(embeds) there
+        self.charsets: list[str] = []          # <meta charset> and http-equiv Content-Type values
         self.anchors: list[str] = []           # every <a>/<area> href, in order
         self.nofollow_at: list[int] = []       # ... the indexes of those with rel=nofollow
         self.embeds: list[str] = []
@@ -336,6 +340,11 @@ class _Walk:
                 self.base = attrib.get("href")
         elif tag == "meta":
             equiv = attrib.get("http-equiv")
+            charset = attrib.get("charset")
+            if charset is not None:
+                self.charsets.append(charset)
+            if equiv is not None and equiv.strip().lower() == "content-type":
+                self.charsets.append(attrib.get("content") or "")
             if equiv is not None and equiv.strip().lower() == "refresh":
                 target = refresh_url(attrib.get("content") or "")
                 if target:
@@ -349,7 +358,7 @@ class _Walk:
                         if "nofollow" in tokens or "none" in tokens:
                             self.meta_nofollow = True
         elif tag == "style":
-            self.has_style = True
+            self.style_at.append(len(self.embeds))
         elif tag == "object":
             data = attrib.get("data")
             if data and data.strip():
@@ -444,6 +453,79 @@ def _tree_walk(body: bytes, encoding: str | None, requisites: bool) -> ParsedPag
     return walk.page()
 
 
+#: a ``<style`` start tag where HTML's tokenizer ends the tag name (any case): every ``<style>``
+#: element libxml2 makes begins so, when the page's bytes are ASCII's (:func:`_style_texts`)
+_STYLE_OPEN = re.compile(rb"<style[\t\n\f\r />]", re.I)
+#: a plain one, whole: attribute names of letters, digits and ``-_:.``, values quoted or bare; not
+#: ``<style/>``, which libxml2 closes at once (HTML's tokenizer would not)
+_STYLE_TAG = re.compile(rb"""<style(?:[\t\n\f\r ]++[a-z0-9_:.-]++(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+"""
+                        rb"""(?:"[^"]*+"|'[^']*+'|[^\t\n\f\r "'=<>`]++))?+)*+[\t\n\f\r ]*+>""", re.I)
+#: the end of a style element's text (HTML's "appropriate end tag" of its raw text)
+_STYLE_CLOSE = re.compile(rb"</style[\t\n\f\r />]", re.I)
+#: an XML declaration and its encoding (group 1; None: none declared, UTF-8)
+_XML_ENCODING = re.compile(rb"""\s*+<\?xml(?:[^>?]*?encoding\s*=\s*["']([^"'>]*)["'])?[^>]*>""", re.I)
+#: charsets (Python's names) in which a run of ASCII bytes is that ASCII text, as any byte of
+#: 0x00-0x7f is: no shift states, no ASCII-range lead bytes. Trail bytes of the double-byte ones
+#: may be ASCII letters, but never "<", and a text checked to be all ASCII has no lead byte.
+_ASCII_SAFE = frozenset({
+    "utf-8", "ascii", "cp1250", "cp1251", "cp1252", "cp1253", "cp1254", "cp1255", "cp1256", "cp1257",
+    "cp1258", "koi8-r", "koi8-u", "mac-roman", "cp874", "tis-620", "shift_jis", "cp932", "euc_jp",
+    "euc_kr", "cp949", "gb2312", "gbk", "gb18030", "big5", "big5hkscs",
+    *(f"iso8859-{i}" for i in range(1, 17) if i != 12)})
+
+
+def _ascii_safe(name: str | None) -> bool:
+    try:
+        return name is not None and codecs.lookup(name.strip()).name in _ASCII_SAFE
+    except (LookupError, ValueError):
+        return False
+
+
+def _style_texts(body: bytes, encoding: str | None, walk: _Walk) -> list[bytes] | None:
+    """The text of each ``<style>`` element the tree-less parse met (``walk.style_at``), read from
+    the bytes, or None when that cannot be sure to be what libxml2 read, and the tree decides.
+
+    Sure when: the page's bytes are ASCII-compatible (the header's charset and every ``<meta>``
+    declaration, and an XML declaration's, one of :data:`_ASCII_SAFE`; no NUL or byte-order mark); the
+    body has as many ``<style`` tags as the parse met ``<style>`` elements, each whole and plain
+    (:data:`_STYLE_TAG`), each text ending at its ``</style`` before the next one begins; and
+    every text is ASCII (its CR LF and CR are read as LF, as libxml2 does). A ``<style`` that
+    is text (in a comment, a script, another style's text) makes one too many, so the counts
+    differ and the tree decides; where they agree each tag is an element's."""
+    if b"\x00" in body or body[:3] == b"\xef\xbb\xbf":
+        return None
+    if encoding is not None and encoding not in _ASCII_SAFE:
+        return None
+    if body.lstrip()[:5].lower() == b"<?xml":          # XHTML's declaration (libxml2's HTML parser ignores it)
+        decl = _XML_ENCODING.match(body)
+        if decl is None or (decl.group(1) is not None and not _ascii_safe(decl.group(1).decode("ascii", "replace"))):
+            return None
+    for declared in walk.charsets:
+        if "charset" in declared.lower():             # http-equiv Content-Type: its parameter
+            cs = declared.lower().split("charset", 1)[1].lstrip(" \t\n\f\r=").strip("\"' ")
+            declared = cs.split(";", 1)[0]
+        if not _ascii_safe(declared):
+            return None
+    opens = [m.start() for m in _STYLE_OPEN.finditer(body)]
+    if len(opens) != len(walk.style_at):
+        return None
+    texts = []
+    for k, at in enumerate(opens):
+        tag = _STYLE_TAG.match(body, at)
+        if tag is None:
+            return None
+        close = _STYLE_CLOSE.search(body, tag.end())
+        if close is None or (k + 1 < len(opens) and close.start() > opens[k + 1]):
+            return None
+        text = body[tag.end():close.start()]
+        if not text.isascii():
+            return None
+        if b"\r" in text:                              # HTML's input stream: CR LF and CR are LF
+            text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        texts.append(text)
+    return texts
+
+
 def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool = True) -> ParsedPage:
     """References of a page body by kind (not yet joined with the page URL).
 
@@ -455,8 +537,10 @@ def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool 
     A page is read as libxml2 parses it, without building its tree (lxml's parser target,
     :class:`_StyleWalk`): on corpus pages without ``<style>`` elements that is 28 % less CPU
     (743 → 538 µs a page) than the parse and a walk over the tree, whose building and freeing
-    cost as much as the walk saves (docs/BENCHMARKS.md, session 17). A page with ``<style>``
-    elements is parsed into a tree (their text is CSS to read). The two give the same
+    cost as much as the walk saves (docs/BENCHMARKS.md, session 17). The text of ``<style>``
+    elements (CSS to read) is taken from the bytes where they can vouch for it
+    (:func:`_style_texts`; every styled page of the corpus, 15–20 % less than its tree), else
+    the page is parsed into a tree. The two give the same
     (tests/test_parser_paths.py) but on a page nested deeper than 256 elements: libxml2 stops
     building a tree there (what follows is lost, as before), and the tree-less path reads on, in
     linear time (100,000 nested ``<div>``: 72 ms).
@@ -465,16 +549,24 @@ def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool 
         return ParsedPage(ok=False)
     if body[:3] == b"\xef\xbb\xbf" or body[:2] in (b"\xff\xfe", b"\xfe\xff"):
         encoding = None                        # a byte-order mark wins over the header
-    if requisites and (b"<style" in body or b"<STYLE" in body):
-        return _tree_walk(body, encoding, requisites)
     parser, walk = _sax_parser(encoding, requisites)
     walk.reset(requisites)
     try:
         etree.fromstring(body, parser)
     except (etree.ParserError, ValueError):
         return ParsedPage(ok=False)
-    # <Style> (or an encoding that hid "<style" from the test above): its text needs the tree;
-    # nothing found: was there an element at all (ok or not)? The tree says.
-    if walk.has_style or walk.empty():
+    if walk.style_at:                          # <style> elements: their text from the bytes
+        texts = _style_texts(body, encoding, walk)
+        if texts is None:
+            return _tree_walk(body, encoding, requisites)
+        embeds, merged, done = walk.embeds, [], 0     # each style's links where it was met
+        for at, text in zip(walk.style_at, texts):
+            merged += embeds[done:at]
+            done = at
+            if text:
+                merged += css_links(text)
+        merged += embeds[done:]
+        walk.embeds = merged
+    elif walk.empty():                         # nothing found: was there an element at all? The tree says
         return _tree_walk(body, encoding, requisites)
     return walk.page()
