@@ -1,11 +1,15 @@
 """The session files written at the end of a crawl: .npz writer and graph round trip."""
 from __future__ import annotations
 
+import io
 import zipfile
 
 import numpy as np
 
-from abc_crawler.store.session import SessionGraph, load_graph, npz_bytes, save_graph
+from hypothesis import given, settings, strategies as st
+
+from abc_crawler.store.session import (SessionGraph, load_graph, npz_bytes, npz_stored_bytes, pack_strings,
+                                       save_graph, take_strings, unpack_strings)
 
 
 def test_npz_bytes_round_trips_every_dtype_and_shape(tmp_path):
@@ -31,6 +35,27 @@ def test_npz_bytes_round_trips_every_dtype_and_shape(tmp_path):
         assert {i.compress_type for i in zf.infolist()} == {zipfile.ZIP_DEFLATED}
         status = zf.getinfo("status.npy")
         assert status.compress_size < status.file_size // 20
+
+
+def test_stored_npz_bytes_read_back_the_same_uncompressed():
+    arrays = {"fp": np.arange(1000, dtype=np.uint64), "blob": np.frombuffer(b"x\xc3\xa9" * 50, dtype=np.uint8)}
+    data = npz_stored_bytes(**arrays)
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        assert all(np.array_equal(z[k], a) and z[k].dtype == a.dtype for k, a in arrays.items())
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert {i.compress_type for i in zf.infolist()} == {zipfile.ZIP_STORED}
+
+
+@settings(max_examples=300, deadline=None)
+@given(strings=st.lists(st.text(max_size=12), max_size=40), seed=st.integers(0, 2**32 - 1),
+       chunk=st.integers(1, 7))
+def test_take_strings_reorders_packed_strings_as_lists_would(strings, seed, chunk):
+    order = np.random.default_rng(seed).permutation(len(strings))
+    blob, off = take_strings(*pack_strings(strings), order, chunk=chunk)
+    want_blob, want_off = pack_strings([strings[i] for i in order])
+    assert blob.dtype == want_blob.dtype and off.dtype == want_off.dtype
+    assert np.array_equal(blob, want_blob) and np.array_equal(off, want_off)
+    assert unpack_strings(blob, off) == [strings[i] for i in order]
 
 
 def test_graph_round_trip(tmp_path):

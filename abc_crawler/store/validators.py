@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..exceptions import ConfigError
-from .session import atomic_write_bytes, npz_bytes, pack_strings, unpack_strings
+from .session import atomic_write_bytes, npz_bytes, npz_stored_bytes, pack_strings, take_strings, unpack_strings
 from ..web.urls import fingerprint
 
 __all__ = ["COLUMNS", "ValidatorLog", "PreviousPage", "PreviousShare", "pack_table", "unpack_table",
@@ -221,7 +221,8 @@ class ValidatorLog:
         return concat_tables(tables) if tables else pack_table(self._cols)
 
     def to_bytes(self) -> bytes:
-        return npz_bytes(**self.table())
+        """Every row, packed, as ``.npz`` bytes for rank 0 (:func:`write_table`; not compressed)."""
+        return npz_stored_bytes(**self.table())
 
     def close(self, remove: bool = True) -> None:
         """The spill file closed (and removed: the rows went to rank 0)."""
@@ -245,10 +246,13 @@ def write_table(session_dir: str | os.PathLike, parts: list[bytes]) -> int:
             tables.append({k: z[k] for k in z.files})
     t = concat_tables(tables)
     order = np.argsort(t["fp"], kind="stable")
-    cols = unpack_table(t)
-    cols = {c: ([v[i] for i in order] if isinstance(v, list) else v[order]) for c, v in cols.items()}
-    atomic_write_bytes(Path(session_dir) / "validators.npz",
-                       npz_bytes(format=np.int64(TABLE_FORMAT), **pack_table(cols)))
+    out = {}
+    for c, kind in COLUMNS.items():    # reordered packed, with no Python object per row
+        if kind == "str":
+            out[f"{c}_blob"], out[f"{c}_off"] = take_strings(t[f"{c}_blob"], t[f"{c}_off"], order)
+        else:
+            out[c] = np.asarray(t[c], dtype=kind)[order]
+    atomic_write_bytes(Path(session_dir) / "validators.npz", npz_bytes(format=np.int64(TABLE_FORMAT), **out))
     return len(order)
 
 
