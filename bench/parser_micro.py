@@ -5,10 +5,11 @@
 
 ``old`` is ``extract_links`` as it was at git revision ``--baseline`` (default
 ``ea428f4``: ``etree.fromstring`` with an ``HTMLParser`` then three XPath
-walks), loaded with ``git show``; ``new`` is the working tree's (one
-``iter("a", "area", "base", "meta")`` walk, ``collect_ids=False``). Both get
-the same bytes and no HTTP charset, as the crawler calls them for a page
-without one.
+walks), loaded with ``git show``; ``new`` is the working tree's (since
+session 17 libxml2's parse with an lxml parser target and no tree, and since
+session 18 the text of ``<style>`` elements read from the bytes; the tree only
+for pages whose bytes cannot vouch for it). Both get the same bytes and no
+HTTP charset, as the crawler calls them for a page without one.
 
 Beside them, parse entry points alone (no link extraction), to see what the
 parse itself costs with each configuration:
@@ -17,8 +18,9 @@ parse itself costs with each configuration:
 ``parse-new``        the same with ``collect_ids=False`` (the new parser);
 ``parse-comments``   ``collect_ids=False`` keeping comments and PIs;
 ``parse-lxml.html``  ``lxml.html.document_fromstring``;
-``walk-new``         the new single walk alone over an already parsed tree
-                     (what remains of the extraction besides the parse).
+``walk-new``         a single ``iter("a", "area", "base", "meta")`` walk alone
+                     over an already parsed tree (what a tree walk costs
+                     besides the parse; ``new`` no longer builds the tree).
 
 Pages: ``corpus`` — an even sample of ``--pages`` HTML files over all the
 Debian documentation trees of ``/work/shared/corpus/README.md`` (skipped when
