@@ -58,7 +58,8 @@ _STYLES = [
     "<meta charset=utf-7>", "<meta charset=' UTF-8 '>", "<meta charset=shift_jis>", "<meta charset=x-bogus>",
     "<meta http-equiv=Content-Type content='text/html; charset=iso-2022-jp'>",
     "<meta http-equiv=content-type content='text/html;charset=\"windows-1252\"'>",
-    "<?xml version='1.0' encoding='utf-8'?>", "\x1b$B",
+    "<?xml version='1.0' encoding='utf-8'?>", "\x1b$B", "<meta http-equiv=Content-Type content=text/html>",
+    "<style", "<style ", "<style media=x",
 ]
 
 _piece = st.one_of(
@@ -170,6 +171,8 @@ def test_style_text_is_read_from_the_bytes_without_a_tree(monkeypatch):
         (b"<meta charset=latin-1><style>x{background:url(e.png)}</style><img src=f.png>", "iso8859-1",
          ["e.png", "f.png"]),
         (b"<meta charset=shift_jis><style></style><img src=g.png><style>y{}</style>", None, ["g.png"]),
+        (b"<meta http-equiv=content-type content=text/html><style>h{background:url(h.png)}</style>", "utf-8",
+         ["h.png"]),
     ]
     want = [P._tree_walk(b, enc, True) for b, enc, _ in pages]
     monkeypatch.setattr(P, "_tree_walk", no_tree)

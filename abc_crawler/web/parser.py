@@ -289,7 +289,7 @@ class _Walk:
         self.requisites = requisites
         self.meta_nofollow = False
         self.style_at: list[int] = []          # per <style> element met: len(embeds) there
-        self.charsets: list[str] = []          # <meta charset> and http-equiv Content-Type values
+        self.charsets: list[str] = []          # <meta charset>, http-equiv Content-Type with a charset
         self.anchors: list[str] = []           # every <a>/<area> href, in order
         self.nofollow_at: list[int] = []       # ... the indexes of those with rel=nofollow
         self.embeds: list[str] = []
@@ -344,7 +344,9 @@ class _Walk:
             if charset is not None:
                 self.charsets.append(charset)
             if equiv is not None and equiv.strip().lower() == "content-type":
-                self.charsets.append(attrib.get("content") or "")
+                content = attrib.get("content") or ""
+                if "charset" in content.lower():
+                    self.charsets.append(content)
             if equiv is not None and equiv.strip().lower() == "refresh":
                 target = refresh_url(attrib.get("content") or "")
                 if target:
