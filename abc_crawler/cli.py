@@ -17,19 +17,29 @@ import argparse
 import gc
 import os
 import sys
+from contextlib import contextmanager
 
-# The imports of a crawl make some 30,000 objects that live as long as the process, and the
-# collector would go through them again and again meanwhile (65 collections, 17-20 ms a rank of
-# its ~0.35 s start-up): it is off while they are made (here, restored after), and what they made
-# is frozen out of every later collection (crawl_main).
-_GC_WAS_ON = gc.isenabled()
-gc.disable()
-try:
+
+@contextmanager
+def _collector_off(freeze: bool = False):
+    """The imports of a crawl make some 30,000 objects that live as long as the process, and the
+    collector would go through them again and again meanwhile (65 collections, 17-20 ms a rank of
+    its ~0.35 s start-up): it is off while they are made (and restored after); ``freeze``: what
+    exists then is frozen out of every later collection (:func:`crawl_main`)."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if freeze:
+            gc.freeze()
+        if was_on:
+            gc.enable()
+
+
+with _collector_off():
     from .config import DURATIONS, GROUPS, SETTINGS, SIZES, group_of, shown_default
     from .exceptions import AbcError
-finally:
-    if _GC_WAS_ON:
-        gc.enable()
 
 __all__ = ["crawl_main", "build_parser"]
 
@@ -105,14 +115,8 @@ def crawl_main(argv: list[str] | None = None) -> int:
     resume = values.pop("resume")
     if resume is not None:
         values.pop("seeds")
-    gc_on = gc.isenabled()
-    gc.disable()
-    try:
+    with _collector_off(freeze=True):     # what the imports made: never scanned again
         from .run import run_crawl   # imports MPI
-    finally:
-        gc.freeze()                  # what the imports made: never scanned again
-        if gc_on:
-            gc.enable()
 
     try:
         return run_crawl(None, resume=resume, overrides=values, config_file=config_file)

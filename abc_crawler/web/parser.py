@@ -289,7 +289,7 @@ class _Walk:
         self.requisites = requisites
         self.meta_nofollow = False
         self.style_at: list[int] = []          # per <style> element met: len(embeds) there
-        self.charsets: list[str] = []          # <meta charset>, http-equiv Content-Type with a charset
+        self.charsets: list[str | None] = []   # <meta charset>, http-equiv Content-Type's charset
         self.anchors: list[str] = []           # every <a>/<area> href, in order
         self.nofollow_at: list[int] = []       # ... the indexes of those with rel=nofollow
         self.embeds: list[str] = []
@@ -340,14 +340,15 @@ class _Walk:
                 self.base = attrib.get("href")
         elif tag == "meta":
             equiv = attrib.get("http-equiv")
+            equiv = equiv.strip().lower() if equiv is not None else None
             charset = attrib.get("charset")
             if charset is not None:
                 self.charsets.append(charset)
-            if equiv is not None and equiv.strip().lower() == "content-type":
+            if equiv == "content-type":
                 content = attrib.get("content") or ""
-                if "charset" in content.lower():
-                    self.charsets.append(content)
-            if equiv is not None and equiv.strip().lower() == "refresh":
+                if "charset" in content.lower():       # its charset parameter (None: not one Python knows)
+                    self.charsets.append(charset_of(content))
+            if equiv == "refresh":
                 target = refresh_url(attrib.get("content") or "")
                 if target:
                     self.refresh.append(target)
@@ -464,6 +465,8 @@ _STYLE_TAG = re.compile(rb"""<style(?:[\t\n\f\r ]++[a-z0-9_:.-]++(?:[\t\n\f\r ]*
                         rb"""(?:"[^"]*+"|'[^']*+'|[^\t\n\f\r "'=<>`]++))?+)*+[\t\n\f\r ]*+>""", re.I)
 #: the end of a style element's text (HTML's "appropriate end tag" of its raw text)
 _STYLE_CLOSE = re.compile(rb"</style[\t\n\f\r />]", re.I)
+#: the start of an XML declaration (read without copying the body)
+_XML_DECL = re.compile(rb"\s*+<\?xml", re.I)
 #: an XML declaration and its encoding (group 1; None: none declared, UTF-8)
 _XML_ENCODING = re.compile(rb"""\s*+<\?xml(?:[^>?]*?encoding\s*=\s*["']([^"'>]*)["'])?[^>]*>""", re.I)
 #: charsets (Python's names) in which a run of ASCII bytes is that ASCII text, as any byte of
@@ -498,16 +501,12 @@ def _style_texts(body: bytes, encoding: str | None, walk: _Walk) -> list[bytes] 
         return None
     if encoding is not None and encoding not in _ASCII_SAFE:
         return None
-    if body.lstrip()[:5].lower() == b"<?xml":          # XHTML's declaration (libxml2's HTML parser ignores it)
+    if _XML_DECL.match(body):                           # XHTML's declaration (libxml2's HTML parser ignores it)
         decl = _XML_ENCODING.match(body)
         if decl is None or (decl.group(1) is not None and not _ascii_safe(decl.group(1).decode("ascii", "replace"))):
             return None
-    for declared in walk.charsets:
-        if "charset" in declared.lower():             # http-equiv Content-Type: its parameter
-            cs = declared.lower().split("charset", 1)[1].lstrip(" \t\n\f\r=").strip("\"' ")
-            declared = cs.split(";", 1)[0]
-        if not _ascii_safe(declared):
-            return None
+    if not all(_ascii_safe(declared) for declared in walk.charsets):
+        return None
     opens = [m.start() for m in _STYLE_OPEN.finditer(body)]
     if len(opens) != len(walk.style_at):
         return None
