@@ -380,7 +380,7 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
     # the registered counters (crawl/counters.STATS) per rank, then what other parts of a rank know
     per_rank = [{"rank": s["rank"], **per_rank_of(s)} | {
         k: s[k] for k in ("cpu_s", "warc_files", "idle_s", "idle_phase_s", "idle_slot_s", "idle_rest_s",
-                          "idle_empty_s", "exchange_s", "phase_origin", "urls_per_connection", "connections",
+                          "idle_empty_s", "exchange_s", "loop_gap_s", "loop_gap_count", "loop_gaps", "phase_origin", "urls_per_connection", "connections",
                           "robots_fetches", "robots_adopted", "phases", "phase_warmup", "clock_offset_s",
                           "clock_rtt_s", "clock_syncs", "max_rss_kb", "urls_owned", "urls_known", "memory")} for s in summaries]
     total = lambda key: sum(s[key] for s in summaries)  # noqa: E731

@@ -3,13 +3,16 @@ of documentation, its key in a rank's summary and in ``stats.json`` (:func:`tota
 :func:`per_rank`); :class:`RankCounters` is made from it (plain numbers and counters, saved in
 checkpoints as plain data). A new counter is one line here: the rank's summary, the totals and
 ``per_rank`` of ``stats.json`` follow, and ``tests/test_docs.py`` checks that
-``docs/SESSION_FORMAT.md`` documents its keys. Where a rank's idle time went is :class:`IdleTimes`."""
+``docs/SESSION_FORMAT.md`` documents its keys. Where a rank's idle time went is :class:`IdleTimes`,
+when its loop was away :class:`LoopGaps`."""
 from __future__ import annotations
 
+import heapq
+import time
 from collections import Counter
 from dataclasses import dataclass, field, fields, make_dataclass
 
-__all__ = ["Stat", "STATS", "COUNT", "KINDS", "RankCounters", "IdleTimes", "summary_of", "totals", "per_rank_of",
+__all__ = ["Stat", "STATS", "COUNT", "KINDS", "RankCounters", "IdleTimes", "LoopGaps", "summary_of", "totals", "per_rank_of",
            "sum_counts"]
 
 #: a number summed over ranks
@@ -168,3 +171,43 @@ class IdleTimes:
     rest: float = 0.0             # work queued for hosts resting (politeness, Crawl-delay, back-off)
     empty: float = 0.0            # nothing queued
     exchange: float = 0.0         # time spent completing superstep exchanges (not idle time as such)
+
+
+class LoopGaps:
+    """The times a rank's fetch loop did not turn for ``least`` seconds or more: it could neither
+    start a request nor hand a phase slot over meanwhile (busy elsewhere, or descheduled on a loaded
+    machine). Keeps their total and count, and the ``kept`` longest as (shared-clock start, seconds).
+
+    >>> g = LoopGaps(None, least=0.05, kept=2)
+    >>> for end, gap in ((10.0, 0.2), (11.0, 0.01), (12.0, 0.5), (13.0, 0.1)):
+    ...     g.note(end, gap, shared=end + 100.0)
+    >>> g.count, round(g.seconds, 3), g.longest()
+    (3, 0.8, [[111.5, 0.5], [109.8, 0.2]])
+    """
+
+    def __init__(self, clock, least: float = 0.05, kept: int = 200):
+        self.clock = clock
+        self.least = least
+        self.kept = kept
+        self.count = 0
+        self.seconds = 0.0
+        self._heap: list[tuple[float, float]] = []    # (seconds, shared-clock start), the longest kept
+
+    def note(self, end: float, gap: float, shared: float | None = None) -> None:
+        """A gap of ``gap`` seconds ending at monotonic time ``end`` (``shared``: that end on the
+        shared clock; read from the clock when not given)."""
+        if gap < self.least:
+            return
+        self.count += 1
+        self.seconds += gap
+        if shared is None:
+            shared = self.clock.shared() - (time.monotonic() - end)
+        item = (gap, shared - gap)
+        if len(self._heap) < self.kept:
+            heapq.heappush(self._heap, item)
+        elif item > self._heap[0]:
+            heapq.heapreplace(self._heap, item)
+
+    def longest(self) -> list[list[float]]:
+        """[[shared-clock start, seconds], ...], the longest first."""
+        return [[round(start, 3), round(gap, 3)] for gap, start in sorted(self._heap, reverse=True)]

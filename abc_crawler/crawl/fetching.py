@@ -19,7 +19,7 @@ from ..sched.politeness import rest_after
 from ..sched.frontier import Element, Frontier
 from ..net.robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
 from ..web.urls import fingerprint
-from .counters import IdleTimes, RankCounters
+from .counters import IdleTimes, LoopGaps, RankCounters
 from .attempts import AttemptLog, tries
 from .decisions import after_answer, after_cut, links_depth, requisite_depth
 from ..web.parser import EMBED, NAV, REDIRECT, REFRESH
@@ -104,6 +104,7 @@ class BatchRunner:
         self.robots_out: list[tuple[str, int, bytes]] = []   # answers to share with every rank
         self.idle = IdleTimes()
         self.gaps: deque[tuple[float, float]] = deque(maxlen=512)   # (end, length) of long loop gaps
+        self.away = LoopGaps(clock)             # the gaps of 50 ms or more, for stats.json
         self.last_turn = time.monotonic()
         self.responses = 0                      # final answers processed (the loop reads and resets)
         self.previous = pages.previous          # the previous session's share (--previous), or None
@@ -122,6 +123,7 @@ class BatchRunner:
         now = time.monotonic()
         if now - self.last_turn > GAP_NOTED:     # the loop was away (busy elsewhere, or starved)
             self.gaps.append((now, now - self.last_turn))
+            self.away.note(now, now - self.last_turn)
         self.start(now)
         # sleep (in curl's select, which wakes on socket activity) until the next thing to do
         nxt = self.frontier.next_wakeup(now, queuing=len(self.batches) < self.cfg.active_hosts)
@@ -141,6 +143,7 @@ class BatchRunner:
             # the process was away inside the poll (descheduled, starved, stopped): the answers it
             # reads now may have been cut at their slot's end meanwhile, by no fault of theirs
             self.gaps.append((now, now - t - timeout))
+            self.away.note(now, now - t - timeout)
         if not done and not self.fetcher.in_flight:
             self._count_idle(now - t, t)
         if self.gate is not None:
