@@ -359,6 +359,7 @@ def test_where_the_time_went_names_the_bound():
                 "slot_cuts": {"total": 7}}
 
     hash_s, gp = stats(40.0, 38.0, 1.0), stats(240.0, 38.0, 200.0)
+    gp["per_rank"][0]["loop_gap_s"], gp["per_rank"][1]["loop_gap_s"] = 0.4, 12.5   # hash_s: before the figure
     tf = time_figures(gp, hash_s)
     assert tf["session"]["bound_by"] == "waiting for phase slots" and tf["against"]["bound_by"] == "a host's politeness"
     assert tf["wall_ratio"] == 6.0 and tf["session"]["handovers"] == 4 and tf["session"]["host"] == "big.test"
@@ -369,6 +370,7 @@ def test_where_the_time_went_names_the_bound():
     rows = {r[0]: r[1:] for r in body}
     assert rows["wall time, s"] == ["240.0", "40.0"] and rows["wall time, session / against"][0] == "6.00"
     assert rows["waiting for slots, all ranks, s"] == ["200.0", "1.0"]
+    assert rows["longest time a rank's loop stood still (busy elsewhere or descheduled), s"] == ["12.5", "—"]
 
 
 def test_graph_figures_name_scope_and_kind_for_new_and_old_sessions():

@@ -25,6 +25,8 @@ def _one(stats: dict) -> dict:
         "idle_rest_sum_s": round(sum(col("idle_rest_s")), 3),
         "idle_empty_sum_s": round(sum(col("idle_empty_s")), 3),
         "exchange_max_s": max(col("exchange_s"), default=0.0),
+        # (sessions before loop_gap_s have no figure: None, shown as a dash)
+        "loop_gap_max_s": max(col("loop_gap_s")) if any("loop_gap_s" in p for p in per) else None,
         "handovers": int(sum(col("handovers"))),
         "slot_cuts": cuts.get("total"),
         "bound_by": _bound_by(stats),
@@ -66,6 +68,7 @@ _ROWS = [
     ("waiting for hosts' rests, all ranks, s", "idle_rest_sum_s", "{:.1f}"),
     ("nothing queued, all ranks, s", "idle_empty_sum_s", "{:.1f}"),
     ("longest time in exchanges (one rank), s", "exchange_max_s", "{:.1f}"),
+    ("longest time a rank's loop stood still (busy elsewhere or descheduled), s", "loop_gap_max_s", "{:.1f}"),
     ("slots handed over", "handovers", "{:,}"),
     ("requests cut at slot ends", "slot_cuts", "{:,}"),
     ("bound by", "bound_by", "{}"),
