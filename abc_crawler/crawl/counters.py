@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field, fields, make_dataclass
 
 __all__ = ["Stat", "STATS", "COUNT", "KINDS", "RankCounters", "IdleTimes", "LoopGaps", "summary_of", "totals", "per_rank_of",
@@ -174,28 +174,36 @@ class IdleTimes:
 
 
 class LoopGaps:
-    """The times a rank's fetch loop did not turn for ``least`` seconds or more: it could neither
-    start a request nor hand a phase slot over meanwhile (busy elsewhere, or descheduled on a loaded
-    machine). Keeps their total and count, and the ``kept`` longest as (shared-clock start, seconds).
+    """The times a rank's fetch loop did not turn (busy elsewhere, or descheduled on a loaded
+    machine): the last ``recent`` of every gap noted, as (monotonic end, seconds), to tell a starved
+    rank's slot cut (:meth:`longest_since`); and of those of ``least`` seconds or more — in which
+    the rank could neither start a request nor hand a phase slot over — their total and count and
+    the ``kept`` longest as (shared-clock start, seconds), for ``stats.json``.
 
     >>> g = LoopGaps(None, least=0.05, kept=2)
     >>> for end, gap in ((10.0, 0.2), (11.0, 0.01), (12.0, 0.5), (13.0, 0.1)):
     ...     g.note(end, gap, shared=end + 100.0)
-    >>> g.count, round(g.seconds, 3), g.longest()
-    (3, 0.8, [[111.5, 0.5], [109.8, 0.2]])
+    >>> g.count, round(g.seconds, 3), g.longest(), g.longest_since(10.5), g.longest_since(13.0)
+    (3, 0.8, [[111.5, 0.5], [109.8, 0.2]], 0.5, 0.0)
     """
 
-    def __init__(self, clock, least: float = 0.05, kept: int = 200):
+    def __init__(self, clock, least: float = 0.05, kept: int = 200, recent: int = 512):
         self.clock = clock
         self.least = least
         self.kept = kept
         self.count = 0
         self.seconds = 0.0
+        self._recent: deque[tuple[float, float]] = deque(maxlen=recent)   # (monotonic end, seconds)
         self._heap: list[tuple[float, float]] = []    # (seconds, shared-clock start), the longest kept
+
+    def longest_since(self, t: float) -> float:
+        """The longest recent gap that ended after monotonic time ``t`` (0.0: none)."""
+        return max((g for end, g in self._recent if end > t), default=0.0)
 
     def note(self, end: float, gap: float, shared: float | None = None) -> None:
         """A gap of ``gap`` seconds ending at monotonic time ``end`` (``shared``: that end on the
         shared clock; read from the clock when not given)."""
+        self._recent.append((end, gap))
         if gap < self.least:
             return
         self.count += 1

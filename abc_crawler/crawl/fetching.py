@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections import deque
 from enum import StrEnum
 from dataclasses import dataclass
 
@@ -103,8 +102,7 @@ class BatchRunner:
         self._seq = 0
         self.robots_out: list[tuple[str, int, bytes]] = []   # answers to share with every rank
         self.idle = IdleTimes()
-        self.gaps: deque[tuple[float, float]] = deque(maxlen=512)   # (end, length) of long loop gaps
-        self.away = LoopGaps(clock)             # the gaps of 50 ms or more, for stats.json
+        self.gaps = LoopGaps(clock)             # when the loop stood still: for slot cuts and stats.json
         self.last_turn = time.monotonic()
         self.responses = 0                      # final answers processed (the loop reads and resets)
         self.previous = pages.previous          # the previous session's share (--previous), or None
@@ -122,8 +120,7 @@ class BatchRunner:
         Returns the number of answers handled."""
         now = time.monotonic()
         if now - self.last_turn > GAP_NOTED:     # the loop was away (busy elsewhere, or starved)
-            self.gaps.append((now, now - self.last_turn))
-            self.away.note(now, now - self.last_turn)
+            self.gaps.note(now, now - self.last_turn)
         self.start(now)
         # sleep (in curl's select, which wakes on socket activity) until the next thing to do
         nxt = self.frontier.next_wakeup(now, queuing=len(self.batches) < self.cfg.active_hosts)
@@ -142,8 +139,7 @@ class BatchRunner:
         if now - t > timeout + GAP_NOTED:
             # the process was away inside the poll (descheduled, starved, stopped): the answers it
             # reads now may have been cut at their slot's end meanwhile, by no fault of theirs
-            self.gaps.append((now, now - t - timeout))
-            self.away.note(now, now - t - timeout)
+            self.gaps.note(now, now - t - timeout)
         if not done and not self.fetcher.in_flight:
             self._count_idle(now - t, t)
         if self.gate is not None:
@@ -354,7 +350,7 @@ class BatchRunner:
                and self.clock.shared() >= b.deadline - 0.005 and r.t_end - r.t_start < self.cfg.timeout)
         cause = None
         if cut:
-            gap = max((g for end, g in self.gaps if end > b.started), default=0.0)
+            gap = self.gaps.longest_since(b.started)
             cause = self.gate.cut_cause(host, b.slot_len, b.limit, b.full, gap)
         if kind == FetchKind.ROBOTS:
             self._on_robots(b, r, cause, now)

@@ -500,6 +500,7 @@ class RankCrawler:
     def summary(self) -> dict:
         c = self.counters
         idle = self.runner.idle
+        gaps = self.runner.gaps
         pc = self.phase_clock
         conns = self.fetcher.connections
         # the counters under their registered keys (crawl/counters.STATS), then what other parts know
@@ -509,8 +510,9 @@ class RankCrawler:
             "urls_per_connection": round(c.requests / conns, 2) if conns else 0.0,
             "idle_phase_s": round(idle.slot, 3), "idle_slot_s": round(idle.slot, 3),
             "idle_rest_s": round(idle.rest, 3), "idle_empty_s": round(idle.empty, 3),
-            "exchange_s": round(idle.exchange, 3), "loop_gap_s": round(self.runner.away.seconds, 3),
-            "loop_gap_count": self.runner.away.count, "loop_gaps": self.runner.away.longest(), "phase_origin": pc.origin if pc is not None else None,
+            "exchange_s": round(idle.exchange, 3), "loop_gap_s": round(gaps.seconds, 3),
+            "loop_gap_count": gaps.count, "loop_gaps": gaps.longest(),
+            "phase_origin": pc.origin if pc is not None else None,
             "crawl_delays": self.robots.crawl_delays(),
             "dead_hosts": self.hosts.dead(),
             "clock_offset_s": self.clock.offset, "clock_rtt_s": self.clock.rtt, "clock_syncs": self.clock.syncs,
