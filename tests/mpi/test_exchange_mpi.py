@@ -84,3 +84,25 @@ def test_dashboard_vitals_reach_rank_0_in_rank_order():
     ex = c.start_superstep([b""] * c.size, np.array([1], np.int64), b"")
     c.wait(ex)
     assert ex.vitals is None and ex.status.tolist() == [c.size]
+
+
+def test_leases_arrive_whole_and_in_order_from_every_rank():
+    """Phase-slot leases (point to point, polled): every rank sends three to every rank, itself
+    included; each arrives once, intact and in its sender's order, and none is left at the end."""
+    import time
+    c = _comm()
+    for n in range(3):
+        for dst in range(c.size):
+            c.send_lease(dst, f"h{c.rank}.test\t{n}\t{c.rank + n / 10!r}\t0.0".encode())
+    got: list[bytes] = []
+    for _ in range(5000):                          # bounded: 5 s at most
+        got += c.poll_leases()
+        if len(got) >= 3 * c.size:
+            break
+        time.sleep(0.001)
+    by_src: dict[str, list[int]] = {}
+    for m in got:
+        host, slot, _, _ = m.decode().split("\t")
+        by_src.setdefault(host, []).append(int(slot))
+    assert by_src == {f"h{r}.test": [0, 1, 2] for r in range(c.size)}
+    assert c.close_leases() == 0                   # nothing still travelling
