@@ -408,7 +408,10 @@ def test_a_lease_holds_back_a_batch_already_resting_here():
     g = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, RankCounters())
     g.update()
     g.hosts[host].next_at = 999.0                        # its own rest is long over
-    comm.inbox[1] = [f"{host}\t{s}\t{clock.shared() + 0.3!r}".encode()]
+    # host, slot, the leaser's next allowed start, and when it sent the lease (40 ms ago)
+    comm.inbox[1] = [f"{host}\t{s}\t{clock.shared() + 0.3!r}\t{clock.shared() - 0.04!r}".encode()]
     g.take_leases(1000.0)
     assert g.admit(host)
     assert g.hosts[host].next_at == pytest.approx(1000.0 + 0.3 + pc.guard_for(1.0))
+    c = g.counters
+    assert (c.leases, c.lease_wait_ms, c.lease_wait_max_ms) == (1, 40, 40)   # how long it travelled

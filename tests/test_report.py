@@ -359,7 +359,9 @@ def test_where_the_time_went_names_the_bound():
                 "slot_cuts": {"total": 7}}
 
     hash_s, gp = stats(40.0, 38.0, 1.0), stats(240.0, 38.0, 200.0)
-    gp["per_rank"][0]["loop_gap_s"], gp["per_rank"][1]["loop_gap_s"] = 0.4, 12.5   # hash_s: before the figure
+    # hash_s: a session from before these figures
+    gp["per_rank"][0].update(loop_gap_s=0.4, loop_gaps=[[100.0, 0.3], [90.0, 0.1]], lease_wait_max_ms=12)
+    gp["per_rank"][1].update(loop_gap_s=12.5, loop_gaps=[[50.0, 7.25], [80.0, 5.25]], lease_wait_max_ms=48)
     tf = time_figures(gp, hash_s)
     assert tf["session"]["bound_by"] == "waiting for phase slots" and tf["against"]["bound_by"] == "a host's politeness"
     assert tf["wall_ratio"] == 6.0 and tf["session"]["handovers"] == 4 and tf["session"]["host"] == "big.test"
@@ -370,7 +372,9 @@ def test_where_the_time_went_names_the_bound():
     rows = {r[0]: r[1:] for r in body}
     assert rows["wall time, s"] == ["240.0", "40.0"] and rows["wall time, session / against"][0] == "6.00"
     assert rows["waiting for slots, all ranks, s"] == ["200.0", "1.0"]
-    assert rows["longest time a rank's loop stood still (busy elsewhere or descheduled), s"] == ["12.5", "—"]
+    assert rows["longest time a rank's loop stood still (busy elsewhere or descheduled), s"] == ["7.25", "—"]
+    assert rows["loops standing still 50 ms or more, all ranks, s"] == ["12.9", "—"]
+    assert rows["longest hand-over (a lease from sending to taking), ms"] == ["48", "—"]
 
 
 def test_graph_figures_name_scope_and_kind_for_new_and_old_sessions():

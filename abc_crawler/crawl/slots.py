@@ -280,7 +280,7 @@ class SlotGate:
         else:
             return False
         self.hosts[key].released = slot
-        self.comm.send_lease(r, f"{key}\t{slot}\t{not_before!r}".encode())
+        self.comm.send_lease(r, f"{key}\t{slot}\t{not_before!r}\t{self.clock.shared()!r}".encode())
         self.counters.handovers += 1
         return True
 
@@ -288,7 +288,7 @@ class SlotGate:
         """Leases other ranks sent: this rank may fetch the group's hosts within that slot, after the
         rest."""
         for data in self.comm.poll_leases():
-            key, slot, nb = data.decode().split("\t")
+            key, slot, nb, sent = data.decode().split("\t")
             slot = int(slot)
             w = self.window
             if w is not None and slot < w[0]:
@@ -297,7 +297,12 @@ class SlotGate:
             gs.lease = slot
             if gs.released == slot:
                 gs.released = None                # the slot came back to this rank (passed on)
-            self.counters.leases += 1
+            c = self.counters
+            c.leases += 1
+            # how long it travelled, on the shared clock (both ends' errors are within the guard)
+            wait_ms = max(0, round(1000.0 * (self.clock.shared() - float(sent))))
+            c.lease_wait_ms += wait_ms
+            c.lease_wait_max_ms = max(c.lease_wait_max_ms, wait_ms)
             # the leaser's end plus the rest (and its guard), on its clock; this rank's guard covers ours.
             # The hosts' own next starts (a batch may be resting here) and their scheduling both wait.
             until = now + float(nb) - self.clock.shared() + self.pc.guard_for(self.slot_len)

@@ -25,9 +25,13 @@ def _one(stats: dict) -> dict:
         "idle_rest_sum_s": round(sum(col("idle_rest_s")), 3),
         "idle_empty_sum_s": round(sum(col("idle_empty_s")), 3),
         "exchange_max_s": max(col("exchange_s"), default=0.0),
-        # (sessions before loop_gap_s have no figure: None, shown as a dash)
-        "loop_gap_max_s": max(col("loop_gap_s")) if any("loop_gap_s" in p for p in per) else None,
+        # (sessions before these figures have none: None, shown as a dash)
+        "loop_gap_max_s": (max((p["loop_gaps"][0][1] for p in per if p.get("loop_gaps")), default=0.0)
+                           if any("loop_gaps" in p for p in per) else None),
+        "loop_gap_sum_s": round(sum(col("loop_gap_s")), 3) if any("loop_gap_s" in p for p in per) else None,
         "handovers": int(sum(col("handovers"))),
+        "lease_wait_max_ms": (max(col("lease_wait_max_ms")) if any("lease_wait_max_ms" in p for p in per)
+                              else None),
         "slot_cuts": cuts.get("total"),
         "bound_by": _bound_by(stats),
     }
@@ -68,8 +72,10 @@ _ROWS = [
     ("waiting for hosts' rests, all ranks, s", "idle_rest_sum_s", "{:.1f}"),
     ("nothing queued, all ranks, s", "idle_empty_sum_s", "{:.1f}"),
     ("longest time in exchanges (one rank), s", "exchange_max_s", "{:.1f}"),
-    ("longest time a rank's loop stood still (busy elsewhere or descheduled), s", "loop_gap_max_s", "{:.1f}"),
+    ("longest time a rank's loop stood still (busy elsewhere or descheduled), s", "loop_gap_max_s", "{:.2f}"),
+    ("loops standing still 50 ms or more, all ranks, s", "loop_gap_sum_s", "{:.1f}"),
     ("slots handed over", "handovers", "{:,}"),
+    ("longest hand-over (a lease from sending to taking), ms", "lease_wait_max_ms", "{:,}"),
     ("requests cut at slot ends", "slot_cuts", "{:,}"),
     ("bound by", "bound_by", "{}"),
 ]
