@@ -297,15 +297,16 @@ class SlotGate:
             gs.lease = slot
             if gs.released == slot:
                 gs.released = None                # the slot came back to this rank (passed on)
+            shared = self.clock.shared()
             c = self.counters
             c.leases += 1
             # how long it travelled, on the shared clock (both ends' errors are within the guard)
-            wait_ms = max(0, round(1000.0 * (self.clock.shared() - float(sent))))
+            wait_ms = max(0, round(1000.0 * (shared - float(sent))))
             c.lease_wait_ms += wait_ms
             c.lease_wait_max_ms = max(c.lease_wait_max_ms, wait_ms)
             # the leaser's end plus the rest (and its guard), on its clock; this rank's guard covers ours.
             # The hosts' own next starts (a batch may be resting here) and their scheduling both wait.
-            until = now + float(nb) - self.clock.shared() + self.pc.guard_for(self.slot_len)
+            until = now + float(nb) - shared + self.pc.guard_for(self.slot_len)
             for host in self._members(key):
                 self.frontier.hold_off(host, until, now)
             self.frontier.readmit()

@@ -14,6 +14,9 @@ def _one(stats: dict) -> dict:
     def col(key):
         return [p.get(key, 0.0) or 0.0 for p in per]
 
+    def has(key):                 # sessions written before a figure have none: None, shown as a dash
+        return any(key in p for p in per)
+
     cuts = stats.get("slot_cuts") or {}
     return {
         "wall_s": stats.get("wall_s"),
@@ -25,13 +28,11 @@ def _one(stats: dict) -> dict:
         "idle_rest_sum_s": round(sum(col("idle_rest_s")), 3),
         "idle_empty_sum_s": round(sum(col("idle_empty_s")), 3),
         "exchange_max_s": max(col("exchange_s"), default=0.0),
-        # (sessions before these figures have none: None, shown as a dash)
         "loop_gap_max_s": (max((p["loop_gaps"][0][1] for p in per if p.get("loop_gaps")), default=0.0)
-                           if any("loop_gaps" in p for p in per) else None),
-        "loop_gap_sum_s": round(sum(col("loop_gap_s")), 3) if any("loop_gap_s" in p for p in per) else None,
+                           if has("loop_gaps") else None),
+        "loop_gap_sum_s": round(sum(col("loop_gap_s")), 3) if has("loop_gap_s") else None,
         "handovers": int(sum(col("handovers"))),
-        "lease_wait_max_ms": (max(col("lease_wait_max_ms")) if any("lease_wait_max_ms" in p for p in per)
-                              else None),
+        "lease_wait_max_ms": max(col("lease_wait_max_ms")) if has("lease_wait_max_ms") else None,
         "slot_cuts": cuts.get("total"),
         "bound_by": _bound_by(stats),
     }
