@@ -449,9 +449,23 @@ def test_proxy_env_and_no_proxy(names_web, tmp_path):
 def test_max_depth_counts_links_from_a_seed_across_ranks(tmp_path):
     from abc_crawler.web.assignments import make_assignment
 
-    port = free_port()
     d = tmp_path / "web"
     hosts = ["c0.test", "c1.test", "c2.test"]
+
+    def chain_urls(port):
+        return [f"http://{h}:{port}{p}" for h, p in (("c0.test", "/"), ("c1.test", "/p1.html"),
+                ("c0.test", "/p2.xhtml"), ("c2.test", "/r3"), ("c2.test", "/p3.html"),
+                ("c1.test", "/p4.html"), ("c0.test", "/p5.html"))]
+
+    # the depth must travel between ranks: the owners hash the URL with its port, so a free port that
+    # puts all seven pages on one rank (about 1 in 64) is passed over for another
+    hashed = make_assignment("hash", 2, 4096)
+    for _ in range(100):
+        port = free_port()
+        if {hashed.owner(x) for x in chain_urls(port)} == {0, 1}:
+            break
+    else:
+        pytest.fail("no free port gave a chain that spans both ranks")
     u = lambda h, p: f"http://{h}:{port}{p}"  # noqa: E731
     # a chain: seed -> p1 -> p2 (XHTML) -> r3 (redirect) -> p3 -> p4 -> p5
     chain = [("c0.test", "/", "text/html", "/p1.html", "c1.test"),
@@ -477,10 +491,8 @@ def test_max_depth_counts_links_from_a_seed_across_ranks(tmp_path):
     (d / "seeds.txt").write_text(u("c0.test", "/") + "\n")
     (d / "resolve.txt").write_text("".join(f"{h}:{port}:127.0.0.1\n" for h in hosts))
     (d / "manifest.json").write_text(json.dumps({"addr": "127.0.0.1", "port": port}))
-    order = [u("c0.test", "/"), u("c1.test", "/p1.html"), u("c0.test", "/p2.xhtml"), u("c2.test", "/r3"),
-             u("c2.test", "/p3.html"), u("c1.test", "/p4.html"), u("c0.test", "/p5.html")]
-    owners = {make_assignment("hash", 2, 4096).owner(x) for x in order}
-    assert owners == {0, 1}                   # the depth must travel between ranks
+    order = chain_urls(port)
+    assert {hashed.owner(x) for x in order} == {0, 1}
 
     def requested(session):
         g = load_graph(session)
