@@ -4,7 +4,7 @@
 
 The script starts itself under ``mpiexec -n 2``. Rank 1 sends leases to rank 0 (``Communicator.
 send_lease``) at random moments, 0 to 20 ms after the two ranks meet; rank 0 polls every
-``LEASE_POLL_SECONDS`` (10 ms), as the fetch loop of a rank under phase slots does at the least,
+``LEASE_POLL_MIN`` (10 ms), as the fetch loop of a rank under phase slots of up to 1 s does,
 and notes when each lease is taken (both ranks on one machine, one clock). Two ways of polling,
 interleaved round by round:
 
@@ -71,7 +71,7 @@ def _measure(comm, mode: str, n: int, poll: float, rng: random.Random) -> list[f
 
 
 def ranks_main(args) -> None:
-    from abc_crawler.crawl.slots import LEASE_POLL_SECONDS
+    from abc_crawler.sched.phases import LEASE_POLL_MIN
     from abc_crawler.mpi.exchange import Communicator
     comm = Communicator()
     rng = random.Random(7 + comm.rank)
@@ -79,14 +79,14 @@ def ranks_main(args) -> None:
     per_round: dict[str, list[float]] = {m: [] for m in MODES}
     for r in range(args.runs):
         for mode in (MODES if r % 2 == 0 else MODES[::-1]):
-            lat = _measure(comm, mode, args.leases, LEASE_POLL_SECONDS, rng)
+            lat = _measure(comm, mode, args.leases, LEASE_POLL_MIN, rng)
             if comm.rank == 0:
                 res[mode] += lat
                 per_round[mode].append(statistics.median(lat))
     comm.close_leases()
     if comm.rank == 0:
         import json
-        out = {"poll_s": LEASE_POLL_SECONDS, "leases_per_round": args.leases, "runs": args.runs}
+        out = {"poll_s": LEASE_POLL_MIN, "leases_per_round": args.leases, "runs": args.runs}
         for m in MODES:
             v = sorted(res[m])
             out[m] = {"median_ms": round(1000 * statistics.median(v), 2),

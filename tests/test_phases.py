@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from abc_crawler.mpi.clock import SharedClock, estimate_offset
 from abc_crawler.sched.frontier import Frontier, IN_LIST, QUEUING
-from abc_crawler.sched.phases import HolderTable, PhaseClock, slot_bounds, slot_of, slot_weights, swrr_sequence
+from abc_crawler.sched import phases as phases_mod
+from abc_crawler.sched.phases import (LEASE_POLL_MAX, LEASE_POLL_MIN, HolderTable, PhaseClock, lease_poll_seconds,
+                                     slot_bounds, slot_of, slot_weights, swrr_sequence)
 
 
 HOSTS = [f"h{i:03d}.test" for i in range(400)]
@@ -311,3 +313,19 @@ def test_only_a_request_that_had_its_slot_is_penalized(limit, usable, host_time,
         assert (limit >= 0.9 * usable and gap < 0.25 * limit) or (host_time is not None and host_time >= usable)
     else:
         assert cause in (CUT_LATE, CUT_STARVED)
+
+
+def test_doctests():
+    import doctest
+    assert doctest.testmod(phases_mod).failed == 0
+
+
+@given(st.floats(0.0, 1e4), st.floats(0.0, 1e4))
+def test_the_lease_poll_is_a_hundredth_of_the_slot_within_its_bounds(a, b):
+    """A leased slot loses at most 1 % of itself to the receiver's poll, never a poll more often
+    than every 10 ms nor a wait longer than 100 ms; longer slots never poll more often."""
+    pa, pb = lease_poll_seconds(a), lease_poll_seconds(b)
+    assert LEASE_POLL_MIN <= pa <= LEASE_POLL_MAX
+    assert pa <= max(LEASE_POLL_MIN, 0.01 * a) + 1e-12
+    assert (a <= b) <= (pa <= pb)
+    assert pa == LEASE_POLL_MAX or pa == LEASE_POLL_MIN or pa == pytest.approx(0.01 * a)

@@ -415,3 +415,29 @@ def test_a_lease_holds_back_a_batch_already_resting_here():
     assert g.hosts[host].next_at == pytest.approx(1000.0 + 0.3 + pc.guard_for(1.0))
     c = g.counters
     assert (c.leases, c.lease_wait_ms, c.lease_wait_max_ms) == (1, 40, 40)   # how long it travelled
+
+
+@pytest.mark.parametrize("L,warmup,poll", [(1.0, 0, 0.01), (37.51, 0, 0.1), (37.51, 3, 37.51 / 8 / 100)])
+def test_a_rank_under_slots_looks_for_leases_every_hundredth_of_its_slot(L, warmup, poll):
+    """With nothing to fetch, the fetch loop sleeps in curl's select, which an MPI message does not
+    wake: it wakes to look for leases every 1 % of its slot (10 ms in a lab's 1 s slots; 100 ms in
+    the open web's 37.5 s ones, where a poll every 10 ms was half the CPU of a polite crawl; 47 ms
+    in their first warm-up slots), and a lease waiting then is taken at once."""
+    host = "a.test"
+    comm = FakeComm()
+    holders = HolderTable(2, 2)
+    pc = PhaseClock(1, 2, 2, L, 0.005, warmup=warmup, origin=0.0)
+    s = next(n for n in range(0, 200) if holders.holder(host, n) == 0)
+    a, b = pc.bounds(s)
+    clock = FakeClock((a + b) / 2)                       # mid-slot: the next slot is far
+    f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
+    gate = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, RankCounters())
+    gate.update()
+    runner, _ = _runner(gate, clock, f, f.hosts, delay=1.0)
+    slept = []
+    runner.fetcher = SimpleNamespace(in_flight=0, poll=lambda timeout: slept.append(timeout) or [])
+    comm.inbox[1] = [f"{host}\t{s}\t{clock.shared()!r}\t{clock.shared()!r}".encode()]
+    assert not gate.admit(host)
+    runner.drive(1.0)                                    # nothing queued: it would sleep the whole second
+    assert slept == [pytest.approx(poll)]
+    assert gate.admit(host) and gate.counters.leases == 1

@@ -26,7 +26,7 @@ from .discovery import SITEMAP
 from .links import LinkClassifier
 from .pages import PageProcessor
 from .routing import Router
-from .slots import LEASE_POLL_SECONDS, SlotGate
+from .slots import SlotGate
 from ..sched.phases import CUT_SLOW
 from ..store import logs
 
@@ -132,7 +132,7 @@ class BatchRunner:
             nxt = slot if nxt is None else min(nxt, slot)
         timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
         if self.gate is not None:
-            timeout = min(timeout, LEASE_POLL_SECONDS)   # a lease may arrive
+            timeout = min(timeout, self.gate.lease_poll)   # a lease may arrive
         t = time.monotonic()
         done = self.fetcher.poll(timeout)
         now = time.monotonic()

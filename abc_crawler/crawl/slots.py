@@ -28,7 +28,7 @@ import time
 
 from ..sched.frontier import FETCHING
 from ..sched.ipgroups import Groups
-from ..sched.phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause
+from ..sched.phases import CUT_LATE, CUT_STARVED, CUT_WARM, HolderTable, PhaseClock, cut_cause, lease_poll_seconds
 from ..sched.politeness import request_budget, start_threshold
 from .counters import RankCounters
 
@@ -60,6 +60,7 @@ class SlotGate:
         self.handover = handover
         self.window: tuple[int, float, float] | None = None   # (slot, usable start, usable end)
         self.slot_len = phase_clock.phase_seconds              # length of the window's slot
+        self.lease_poll = lease_poll_seconds(self.slot_len)     # longest sleep before looking for leases
         self.give: set[str] = set()      # groups others announced work for and this rank had none
 
     # -- groups ----------------------------------------------------------------------------
@@ -94,6 +95,7 @@ class SlotGate:
             old = self.window
             self.window = w
             self.slot_len = self.pc.slot_length(now)
+            self.lease_poll = lease_poll_seconds(self.slot_len)
             if old is not None:
                 # a new slot: elements still queuing for hosts not held now give their URLs back
                 self.frontier.evict(lambda host: not self.admit(host))

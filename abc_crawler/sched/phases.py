@@ -95,11 +95,28 @@ from typing import Mapping
 import xxhash
 
 __all__ = ["uses_phases", "cut_cause", "slot_of", "slot_bounds", "slot_weights", "swrr_sequence", "holder", "HolderTable", "PhaseClock",
-           "HOLDER_RESOLUTION"]
+           "HOLDER_RESOLUTION", "lease_poll_seconds", "LEASE_POLL_MIN", "LEASE_POLL_MAX"]
 
 #: slots of a holder period per phase: a host's period is ``HOLDER_RESOLUTION * n_phases`` slots,
 #: so shares are followed to 1 / (4 n) (at K = 8: one slot in 32)
 HOLDER_RESOLUTION = 4
+
+
+#: a rank under phase slots looks for the leases handed to it (curl's select does not wake on an MPI
+#: message) every 1 % of its slot: a leased slot loses about that much at its start, half of it on
+#: average. At least every 10 ms (a lab's short slots), at most every 100 ms: 37.5 s slots of the
+#: open web's defaults, where waking every 10 ms half the CPU of a polite 8-rank crawl went to it
+LEASE_POLL_MIN, LEASE_POLL_MAX, LEASE_POLL_SHARE = 0.01, 0.1, 0.01
+
+
+def lease_poll_seconds(slot_len: float) -> float:
+    """Longest sleep of a rank under phase slots before it looks for leases, in a slot of
+    ``slot_len`` seconds (pure).
+
+    >>> lease_poll_seconds(1.0), lease_poll_seconds(4.7), lease_poll_seconds(37.51), lease_poll_seconds(0.05)
+    (0.01, 0.047, 0.1, 0.01)
+    """
+    return min(LEASE_POLL_MAX, max(LEASE_POLL_MIN, LEASE_POLL_SHARE * slot_len))
 
 
 def uses_phases(mode: str, site_level: bool, ranks: int) -> bool:
@@ -284,11 +301,11 @@ def cut_cause(limit: float, usable: float, host_time: float | None = None, loop_
     unknown); ``loop_gap``: the longest time this rank's loop was away while the request ran (a
     starved or busy process cannot read an answer); ``warm``: the slot was a warm-up slot.
 
-    >>> cut_cause(0.95, 0.99), cut_cause(0.3, 0.99), cut_cause(0.95, 0.99, loop_gap=0.5)
+    >>> str(cut_cause(0.95, 0.99)), str(cut_cause(0.3, 0.99)), str(cut_cause(0.95, 0.99, loop_gap=0.5))
     ('slow_response', 'late_start', 'starved')
-    >>> cut_cause(0.3, 0.99, loop_gap=0.5)      # away for most of a late start's time: starved
+    >>> str(cut_cause(0.3, 0.99, loop_gap=0.5))      # away for most of a late start's time: starved
     'starved'
-    >>> cut_cause(0.3, 0.99, host_time=1.5)     # the host never answers within a slot
+    >>> str(cut_cause(0.3, 0.99, host_time=1.5))     # the host never answers within a slot
     'slow_response'
     """
     if warm:
