@@ -288,11 +288,12 @@ class RankCrawler:
         st[_S["stall"]] = self.stall.verdict if self.rank == 0 else 0
         return st
 
-    def _idle_while_exchanging(self):
-        """Fetch while slower ranks finish their superstep; otherwise follow the slots (None: no
-        fetch work was done, the exchange may sleep)."""
+    def _idle_while_exchanging(self, pause: float):
+        """Fetch while slower ranks finish their superstep, sleeping at most ``pause`` (the
+        exchange is tested again after it); otherwise follow the slots (None: no fetch work was
+        done, the exchange may sleep)."""
         if self.runner.can_progress():
-            return self.runner.drive(0.005)
+            return self.runner.drive(pause)
         if self.gate is not None:
             self.gate.tick()
         return None

@@ -40,9 +40,15 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
-__all__ = ["Communicator", "SuperstepExchange", "GATHER_CHUNK_BYTES"]
+__all__ = ["Communicator", "SuperstepExchange", "GATHER_CHUNK_BYTES", "EXCHANGE_POLL_MIN", "EXCHANGE_POLL_MAX"]
 
 GATHER_CHUNK_BYTES = 4 << 20            # one message of a streamed file
+#: how often a rank waiting for its superstep's exchange tests it: MPI's nonblocking collectives
+#: progress only inside MPI calls, so each of their stages waits for every rank's next test. From
+#: 0.5 ms, doubling while nothing happens, to 2 ms (at a fixed 5 ms the 8-rank lab crawl of
+#: docs/BENCHMARKS.md spent 4.2 of its 12.6 s in exchanges; at 1–2 ms, 1.9–2.1 of 9.5–9.8 s, for
+#: less CPU in all)
+EXCHANGE_POLL_MIN, EXCHANGE_POLL_MAX = 0.0005, 0.002
 _TAG_GO, _TAG_LEN, _TAG_DATA = 7301, 7302, 7303      # 71xx: clock samples; 72xx: kept for crash reports
 
 
@@ -448,14 +454,14 @@ class Communicator:
         return SuperstepExchange(self.comm, payloads, status, report, shared, vitals)
 
     def wait(self, ex: SuperstepExchange, idle=None) -> None:
-        """Complete ``ex`` without spinning: ``idle()`` does useful work meanwhile (it returns
-        None when it had nothing to do); otherwise sleep, backing off from 0.5 ms to 5 ms."""
-        pause = 0.0005
+        """Complete ``ex`` without spinning: ``idle(pause)`` does useful work meanwhile for at most
+        ``pause`` seconds (it returns how much it did, None when it had nothing to do, and then the
+        rank sleeps ``pause``); the pause backs off from :data:`EXCHANGE_POLL_MIN` to
+        :data:`EXCHANGE_POLL_MAX` while nothing is done, and starts again after work."""
+        pause = EXCHANGE_POLL_MIN
         while not ex.test():
             self.check_crash()
-            did = idle() if idle is not None else None
+            did = idle(pause) if idle is not None else None
             if did is None:
                 time.sleep(pause)
-                pause = min(pause * 2, 0.005)
-            else:
-                pause = 0.0005
+            pause = EXCHANGE_POLL_MIN if did else min(pause * 2, EXCHANGE_POLL_MAX)

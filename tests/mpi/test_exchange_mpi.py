@@ -44,11 +44,15 @@ def test_alltoallv_payloads_status_and_reports():
 
 
 def test_empty_exchange_and_idle_callback_runs():
+    from abc_crawler.mpi.exchange import EXCHANGE_POLL_MAX, EXCHANGE_POLL_MIN
     c = _comm()
     calls = []
     ex = c.start_superstep([b""] * c.size, np.zeros(2, dtype=np.int64), b"")
-    c.wait(ex, idle=lambda: calls.append(1))
+    c.wait(ex, idle=lambda pause: calls.append(pause))
     assert all(r == b"" for r in ex.received)
+    # the pause it was given: from 0.5 ms, doubling while nothing is done, at most 2 ms
+    assert all(EXCHANGE_POLL_MIN <= p <= EXCHANGE_POLL_MAX for p in calls)
+    assert calls[:3] == [EXCHANGE_POLL_MIN, 2 * EXCHANGE_POLL_MIN, 4 * EXCHANGE_POLL_MIN][:len(calls)]
     if c.rank == 0:
         assert ex.reports == [b""] * c.size
 
