@@ -45,9 +45,9 @@ __all__ = ["Communicator", "SuperstepExchange", "GATHER_CHUNK_BYTES", "EXCHANGE_
 GATHER_CHUNK_BYTES = 4 << 20            # one message of a streamed file
 #: how often a rank waiting for its superstep's exchange tests it: MPI's nonblocking collectives
 #: progress only inside MPI calls, so each of their stages waits for every rank's next test. From
-#: 0.5 ms, doubling while nothing happens, to 2 ms (at a fixed 5 ms the 8-rank lab crawl of
-#: docs/BENCHMARKS.md spent 4.2 of its 12.6 s in exchanges; at 1–2 ms, 1.9–2.1 of 9.5–9.8 s, for
-#: less CPU in all)
+#: 0.5 ms, doubling while nothing happens, to 2 ms (a fixed 5 ms before: in the 8-rank lab crawl of
+#: docs/BENCHMARKS.md a rank's time in exchanges fell from 3.11 to 2.45 s, the crawl's wall time by
+#: 11 %, at the same CPU)
 EXCHANGE_POLL_MIN, EXCHANGE_POLL_MAX = 0.0005, 0.002
 _TAG_GO, _TAG_LEN, _TAG_DATA = 7301, 7302, 7303      # 71xx: clock samples; 72xx: kept for crash reports
 
