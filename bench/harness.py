@@ -305,26 +305,28 @@ def lab_flags(tree) -> list[str]:
     return ["--config", str(lab)] if lab.exists() else ["--politeness-delay", "0"]
 
 
-def tree_abc_command(tree, ranks: int, web, session, *extra: str, wrap: list[str] | None = None) -> list[str]:
+def tree_abc_command(tree, ranks: int, web, session, *extra: str, wrap: list[str] | None = None,
+                     lab: bool = True) -> list[str]:
     """``mpiexec -n RANKS abc-crawl`` of ``tree``'s venv on a served web: its lab settings
-    (:func:`lab_flags`), the web's resolve list, ``extra``; nothing else (every other setting at the
-    tree's default). ``wrap``: a command put in front of each rank's ``python abc-crawl``."""
+    (:func:`lab_flags`; none with ``lab=False``: the open web's defaults), the web's resolve list,
+    ``extra``; nothing else (every other setting at the tree's default). ``wrap``: a command put in
+    front of each rank's ``python abc-crawl``."""
     b = tree_bin(tree)
     web = Path(web)
-    crawl = [str(b / "abc-crawl"), str(web / "seeds.txt"), *lab_flags(tree), "--resolve", str(web / "resolve.txt"),
-             "--session-dir", str(session), *extra]
+    crawl = [str(b / "abc-crawl"), str(web / "seeds.txt"), *(lab_flags(tree) if lab else ()),
+             "--resolve", str(web / "resolve.txt"), "--session-dir", str(session), *extra]
     if wrap:
         crawl = [*wrap, str(b / "python"), *crawl]
     return [str(b / "mpiexec"), "-n", str(ranks), *crawl]
 
 
 def run_tree_abc(tree, ranks: int, web, session, *extra: str, timeout: float = 1800, wrap=None,
-                 keep: bool = False) -> dict:
+                 keep: bool = False, lab: bool = True) -> dict:
     """:func:`run_abc` with another checkout's crawler (:func:`tree_abc_command`)."""
     session = Path(session)
     shutil.rmtree(session, ignore_errors=True)
     tree_bytecode(tree)
-    r = run_measured(tree_abc_command(tree, ranks, web, session, *extra, wrap=wrap), timeout)
+    r = run_measured(tree_abc_command(tree, ranks, web, session, *extra, wrap=wrap, lab=lab), timeout)
     return _abc_row(ranks, r, session, keep, what=f"{tree}: abc-crawl")
 
 

@@ -24,8 +24,6 @@ median of the per-round ratios.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import statistics
 import sys
 import tempfile
@@ -38,22 +36,15 @@ import nginx  # noqa: E402
 
 def crawl(tree: Path, ranks: int, web: Path, session: Path, seconds: float) -> dict:
     """One crawl at the defaults; its figures."""
-    b = harness.tree_bin(tree)
-    shutil.rmtree(session, ignore_errors=True)
-    harness.tree_bytecode(tree)
-    cmd = [str(b / "mpiexec"), "-n", str(ranks), str(b / "abc-crawl"), str(web / "seeds.txt"),
-           "--resolve", str(web / "resolve.txt"), "--session-dir", str(session),
-           "--time-limit", str(seconds), "--progress-seconds", "600"]
-    r = harness.run_measured(cmd, timeout=seconds + 600)
-    if r["rc"] != 0 or not (session / "stats.json").exists():
-        raise RuntimeError(f"{tree}: abc-crawl -n {ranks} failed (status {r['rc']}): {r['stderr'][-3000:]}")
-    st = json.loads((session / "stats.json").read_text())
+    row = harness.run_tree_abc(tree, ranks, web, session, "--time-limit", str(seconds), "--progress-seconds", "600",
+                               timeout=seconds + 600, lab=False)
+    st = row["_stats"]
     leases = sum(p.get("leases", 0) for p in st["per_rank"])
     wait = sum(p.get("lease_wait_ms", 0) for p in st["per_rank"])
-    return {"cpu_s": r["cpu_s"], "wall_s": r["wall_s"], "requests": st["requests"],
-            "cpu_ms_per_request": 1000.0 * r["cpu_s"] / max(1, st["requests"]),
+    return {"cpu_s": row["cpu_s"], "wall_s": row["wall_s"], "requests": row["pages"],
+            "cpu_ms_per_request": 1000.0 * row["cpu_s"] / max(1, row["pages"]),
             "leases": leases, "lease_wait_mean_ms": wait / leases if leases else None,
-            "stopped": st.get("stopped")}
+            "stopped": row["stopped"]}
 
 
 def main(argv=None) -> int:

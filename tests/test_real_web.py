@@ -451,11 +451,19 @@ def test_max_depth_counts_links_from_a_seed_across_ranks(tmp_path):
 
     d = tmp_path / "web"
     hosts = ["c0.test", "c1.test", "c2.test"]
+    # a chain: seed -> p1 -> p2 (XHTML) -> r3 (redirect) -> p3 -> p4 -> p5
+    chain = [("c0.test", "/", "text/html", "/p1.html", "c1.test"),
+             ("c1.test", "/p1.html", "text/html", "/p2.xhtml", "c0.test"),
+             ("c0.test", "/p2.xhtml", "application/xhtml+xml", "/r3", "c2.test"),
+             ("c2.test", "/p3.html", "text/html", "/p4.html", "c1.test"),
+             ("c1.test", "/p4.html", "text/html", "/p5.html", "c0.test"),
+             ("c0.test", "/p5.html", "text/html", None, None)]
+    # the URLs in the order they are reached: the chain's pages, the redirect before its target
+    steps = [(h, path) for h, path, *_ in chain]
+    steps.insert(3, ("c2.test", "/r3"))
 
     def chain_urls(port):
-        return [f"http://{h}:{port}{p}" for h, p in (("c0.test", "/"), ("c1.test", "/p1.html"),
-                ("c0.test", "/p2.xhtml"), ("c2.test", "/r3"), ("c2.test", "/p3.html"),
-                ("c1.test", "/p4.html"), ("c0.test", "/p5.html"))]
+        return [f"http://{h}:{port}{path}" for h, path in steps]
 
     # the depth must travel between ranks: the owners hash the URL with its port, so a free port that
     # puts all seven pages on one rank (about 1 in 64) is passed over for another
@@ -467,13 +475,6 @@ def test_max_depth_counts_links_from_a_seed_across_ranks(tmp_path):
     else:
         pytest.fail("no free port gave a chain that spans both ranks")
     u = lambda h, p: f"http://{h}:{port}{p}"  # noqa: E731
-    # a chain: seed -> p1 -> p2 (XHTML) -> r3 (redirect) -> p3 -> p4 -> p5
-    chain = [("c0.test", "/", "text/html", "/p1.html", "c1.test"),
-             ("c1.test", "/p1.html", "text/html", "/p2.xhtml", "c0.test"),
-             ("c0.test", "/p2.xhtml", "application/xhtml+xml", "/r3", "c2.test"),
-             ("c2.test", "/p3.html", "text/html", "/p4.html", "c1.test"),
-             ("c1.test", "/p4.html", "text/html", "/p5.html", "c0.test"),
-             ("c0.test", "/p5.html", "text/html", None, None)]
     routes = {"format": 1, "static_fallback": False, "hosts": {h: {} for h in hosts}}
     for h, path, ctype, nxt_path, nxt_host in chain:
         f = d / "sites" / h / (path.strip("/") or "index.html")

@@ -60,8 +60,12 @@ class SlotGate:
         self.handover = handover
         self.window: tuple[int, float, float] | None = None   # (slot, usable start, usable end)
         self.slot_len = phase_clock.phase_seconds              # length of the window's slot
-        self.lease_poll = lease_poll_seconds(self.slot_len)     # longest sleep before looking for leases
         self.give: set[str] = set()      # groups others announced work for and this rank had none
+
+    @property
+    def lease_poll(self) -> float:
+        """Longest sleep before this rank looks for leases, in the window's slot."""
+        return lease_poll_seconds(self.slot_len)
 
     # -- groups ----------------------------------------------------------------------------
     def _members(self, key: str) -> tuple[str, ...]:
@@ -95,7 +99,6 @@ class SlotGate:
             old = self.window
             self.window = w
             self.slot_len = self.pc.slot_length(now)
-            self.lease_poll = lease_poll_seconds(self.slot_len)
             if old is not None:
                 # a new slot: elements still queuing for hosts not held now give their URLs back
                 self.frontier.evict(lambda host: not self.admit(host))
