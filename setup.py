@@ -1,7 +1,9 @@
-"""Build the Cython kernels in kernels/ as abc_crawler.kernels.<name>.
+"""Build the Cython kernels in kernels/ as abc_crawler.kernels.<name>, and the compiled parts of
+the crawl's per-page path in abc_crawler/web/ as abc_crawler.web.<name>.
 
-Every ``kernels/_*.pyx`` becomes an extension module; adding a kernel needs no
-edit here.
+Every ``kernels/_*.pyx`` and ``abc_crawler/web/_*.pyx`` becomes an extension module; adding one
+needs no edit here. (The per-page ones are not in the kernels package: importing it loads the
+graph kernels, which only rank 0 needs.)
 """
 from pathlib import Path
 
@@ -19,6 +21,9 @@ extensions = [
         extra_compile_args=["-O3"],
     )
     for pyx in sorted((HERE / "kernels").glob("_*.pyx"))
+] + [
+    Extension(f"abc_crawler.web.{pyx.stem}", [str(pyx.relative_to(HERE))], extra_compile_args=["-O3"])
+    for pyx in sorted((HERE / "abc_crawler" / "web").glob("_*.pyx"))
 ]
 
 setup(ext_modules=cythonize(extensions, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False}))

@@ -20,6 +20,7 @@ from ..graph.metrics import url_wire_cost
 from ..web.ownership import Assignment
 from ..web.scope import Scope, ScopeRules
 from ..web.urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
+from ..web._linkpass import link_pass
 
 __all__ = ["LinkClassifier", "Target", "CACHE_GENERATION", "DecisionCache"]
 
@@ -144,8 +145,15 @@ class LinkClassifier:
     def targets(self, page_url: str, base: str | None, hrefs: list[str], requisite: bool = False) -> list[Target]:
         """The links of a page to follow (distinct, in page order); links not followed are counted
         by reason. ``requisite``: the page's requisites (with ``--requisites-any-host`` they are not
-        held to the user's scope rules)."""
-        links = self.links
+        held to the user's scope rules). One compiled pass over the references
+        (:func:`abc_crawler.web._linkpass.link_pass`); :meth:`targets_reference` is the same in Python."""
+        hrefs, scheme, origin, base_dir, cache, decide = self._page(page_url, base, hrefs, requisite)
+        return link_pass(hrefs, scheme, origin, base_dir, cache, decide, self.links, self.out_of_scope_hosts)
+
+    def _page(self, page_url: str, base: str | None, hrefs: list[str], requisite: bool) -> tuple:
+        """What a page's references are decided with: the references (at most ``max_links``; those
+        over it counted), the base's scheme, origin and directory, the decision cache and
+        ``decide(href)``, the decision of a reference not in it."""
         any_host = requisite and self.requisites_any_host
         try:
             base_url = canonicalize(base, page_url) if base else page_url
@@ -154,8 +162,32 @@ class LinkClassifier:
         if base_url is None:
             base_url = page_url
         if len(hrefs) > self.max_links:
-            links["over_page_limit"] += len(hrefs) - self.max_links
+            self.links["over_page_limit"] += len(hrefs) - self.max_links
             hrefs = hrefs[:self.max_links]
+        elif type(hrefs) is not list:
+            hrefs = list(hrefs)
+        nq = base_url.find("?")
+        base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
+        colon = base_url.find("://")
+        scheme = base_url[:colon + 1]
+        slash = base_url.find("/", colon + 3)
+        origin = base_url if slash < 0 else base_url[:slash]
+        cache = self._any_host_cache if any_host else self.cache
+        if len(base_url) > self.trap_limits["max_length"]:
+            # a <base href> longer than --max-url-length: references are joined with the part of
+            # the base they depend on (:meth:`_classify_long_base`), not parsed with the whole base each
+            def decide(href, long=self._classify_long_base):
+                return long(href, base_url, base_dir, origin, any_host)
+        else:
+            def decide(href, classify=self.classify):
+                return classify(href, base_url, any_host)
+        return hrefs, scheme, origin, base_dir, cache, decide
+
+    def targets_reference(self, page_url: str, base: str | None, hrefs: list[str],
+                          requisite: bool = False) -> list[Target]:
+        """:meth:`targets` in Python: the reference its compiled pass is tested against."""
+        hrefs, scheme, origin, base_dir, cache, decide = self._page(page_url, base, hrefs, requisite)
+        links = self.links
         out: dict[int, tuple] = {}
         # Decisions are cached, with everything a followed link needs later (fingerprint, owner,
         # wire bytes), under a key that names what the decision depends on:
@@ -165,16 +197,6 @@ class LinkClassifier:
         # - any other relative reference: the base's directory.
         # The fragment is left out of the key (canonical URLs have none). References that
         # depend on the base's own path or query ("", "?q", "#f") are not cached.
-        nq = base_url.find("?")
-        base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
-        colon = base_url.find("://")
-        scheme = base_url[:colon + 1]
-        slash = base_url.find("/", colon + 3)
-        origin = base_url if slash < 0 else base_url[:slash]
-        # a <base href> longer than --max-url-length: references are joined with the part of the
-        # base they depend on (:meth:`_classify_long_base`), not parsed with the whole base each
-        long_base = len(base_url) > self.trap_limits["max_length"]
-        cache = self._any_host_cache if any_host else self.cache
         newer = cache.new                 # the newer generation first, inline (most hits are there)
         oos = self.out_of_scope_hosts
         for href in hrefs:
@@ -196,8 +218,7 @@ class LinkClassifier:
             else:
                 hit = None
             if hit is None:
-                hit = (self.classify(href, base_url, any_host) if not long_base
-                       else self._classify_long_base(href, base_url, base_dir, origin, any_host))
+                hit = decide(href)
                 if key is not None:
                     cache.put(key, hit)
                     newer = cache.new

@@ -30,8 +30,26 @@ import xxhash
 
 __all__ = ["canonicalize", "fingerprint", "host_of", "scheme_of", "UrlError"]
 
-_join = ada_url.join_url
 _xxh = xxhash.xxh3_64_intdigest
+
+
+def _compiled_join():
+    """``ada_url.join_url`` compiled (:func:`abc_crawler.web._linkpass.join_url`: ada's C functions
+    called straight, their addresses taken from ``ada_url``'s cffi module), or ``ada_url.join_url``
+    itself where that module does not offer them."""
+    try:
+        from ada_url._ada_wrapper import ffi, lib
+        from . import _linkpass
+
+        if not _linkpass.bound():
+            _linkpass.bind_ada(*(int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+                                 for name in ("ada_parse_with_base", "ada_is_valid", "ada_get_href", "ada_free")))
+        return _linkpass.join_url
+    except (ImportError, AttributeError, TypeError, ValueError):
+        return ada_url.join_url
+
+
+_join = _compiled_join()
 
 
 def canonicalize_url(url: str) -> str:

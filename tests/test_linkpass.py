@@ -1,0 +1,95 @@
+"""The compiled pass over a page's references (abc_crawler/web/_linkpass.pyx) against its Python
+references: ada's join called straight against ``ada_url.join_url``, and
+``LinkClassifier.targets`` against ``LinkClassifier.targets_reference`` (the same targets, counts
+and cache)."""
+from __future__ import annotations
+
+import ada_url
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from abc_crawler.crawl.counters import RankCounters
+from abc_crawler.crawl.links import DecisionCache, LinkClassifier
+from abc_crawler.web import _linkpass, urls
+from abc_crawler.web.ownership import HashAssignment
+from abc_crawler.web.scope import ScopeRules, UrlFilter
+
+from test_link_cache import CFG, PAGES, SCOPE, href
+
+BASES = ["http://a.test/", "http://a.test/d/x.html?q=1", "https://A.test:443/d/", "http://b.test:8080/d/e/",
+         "http://[::1]:8080/x", "http://xn--bcher-kva.test/a/b", "file:///etc/passwd", "mailto:a@b.test", "", "x"]
+RULES = {"none": ScopeRules(),
+         "domain+filter": ScopeRules(domains=("a.test",), url_filter=UrlFilter(((False, "/e/"), (True, "."))))}
+
+
+def test_canonicalize_joins_through_the_compiled_call():
+    """The installed ada_url gives its C functions' addresses: the crawl does not fall back to the wrapper."""
+    assert _linkpass.bound()
+    assert urls._join is _linkpass.join_url
+
+
+def _join(f, base, ref):
+    try:
+        return f(base, ref)
+    except ValueError:
+        return ValueError
+
+
+@settings(max_examples=600, deadline=None)
+@given(base=st.one_of(st.sampled_from(BASES), st.text(max_size=30)),
+       ref=st.one_of(href, st.text(max_size=30), st.sampled_from(["\ud800", "a\udfff/b", "\x00", " http://a.test/ "])))
+def test_join_url_is_ada_urls(base, ref):
+    assert _join(_linkpass.join_url, base, ref) == _join(ada_url.join_url, base, ref)
+
+
+@pytest.mark.parametrize("base, ref", [("http://a.test/d/x", "../y?b=2&a=1#f"), ("http://a.test/", "HTTP://É.test/ü"),
+                                       ("http://a.test/", "http://[zz]/"), ("not a url", "x"), ("\ud800", "x")])
+def test_join_url_examples(base, ref):
+    assert _join(_linkpass.join_url, base, ref) == _join(ada_url.join_url, base, ref)
+
+
+def _pair(rules: ScopeRules, generation: int, limit: int) -> tuple[LinkClassifier, LinkClassifier]:
+    def one():
+        c = LinkClassifier.from_config(CFG, SCOPE, HashAssignment(4), 1, RankCounters(), rules)
+        c.cache, c._any_host_cache = DecisionCache(generation), DecisionCache(generation)
+        c.trap_limits["max_length"] = limit
+        return c
+    return one(), one()
+
+
+def _state(c: LinkClassifier):
+    return (dict(c.links), dict(c.out_of_scope_hosts),
+            [(dict(d.new), dict(d.old)) for d in (c.cache, c._any_host_cache)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(pages=st.lists(st.tuples(st.sampled_from(PAGES), st.one_of(st.none(), st.sampled_from(["/d/", "sub/", "http://b.test:8080/"])),
+                                st.lists(href, max_size=12), st.booleans()), min_size=1, max_size=6),
+       rules=st.sampled_from(sorted(RULES)), generation=st.sampled_from([1, 3, 1000]),
+       limit=st.sampled_from([40, 2048]))
+def test_targets_is_its_python_reference(pages, rules, generation, limit):
+    """Page after page (the cache carried over, small generations turning over, bases longer than
+    --max-url-length), the compiled pass gives the Python loop's targets, counts and cache."""
+    compiled, reference = _pair(RULES[rules], generation, limit)
+    for page, base, hrefs, requisite in pages:
+        got = compiled.targets(page, base, list(hrefs), requisite)
+        want = reference.targets_reference(page, base, list(hrefs), requisite)
+        assert got == want
+        assert _state(compiled) == _state(reference)
+
+
+def test_scheme_case_shares_one_decision():
+    """``HTTP://A.test/x`` and ``http://A.test/x`` are one cache entry (the scheme is keyed lower-cased)."""
+    c, _ = _pair(RULES["none"], 1000, 2048)
+    first = c.targets("http://a.test/", None, ["HTTP://a.test/x"])
+    assert len(c.cache) == 1
+    assert c.targets("http://a.test/", None, ["http://a.test/x#f"]) == first
+    assert len(c.cache) == 1
+
+
+def test_link_pass_refuses_what_is_not_a_string():
+    c, _ = _pair(RULES["none"], 1000, 2048)
+    with pytest.raises(TypeError):
+        c.targets("http://a.test/", None, [b"/x"])
+    assert [t[0] for t in c.targets("http://a.test/", None, ("/x", "/y"))] == ["http://a.test/x", "http://a.test/y"]
