@@ -18,6 +18,10 @@ interleaved (order rotated), CPU from ``time.process_time``:
                  ``LinkClassifier.targets`` (decision cache, trap limits,
                  owner) and ``Router.route`` (URL-seen set, report to rank 0,
                  frontier), fresh crawler state per round.
+``abc links py`` the same with the link path's Python references in place of
+                 its compiled pass (``LinkClassifier.targets_reference``,
+                 which decides with ``classify_reference``, and
+                 ``ada_url.join_url``: :func:`python_link_path`).
 ``abc warc``     ``RankWarc.write`` alone (request + response record).
 ``abc``          ``BatchRunner.process``: everything abc does with a
                  response (WARC, parse, links, route, counters); the WARC
@@ -27,12 +31,14 @@ interleaved (order rotated), CPU from ``time.process_time``:
                  compressed as the page arrives, not 64 pages at a time.
 ``abc nowarc``   the same with ``--no-warc`` (the content digest is still
                  taken for duplicate detection).
+``abc py links`` ``abc`` with the link path's Python references.
 
 Medians of µs per page; what abc adds over the loop is ``abc - loop``.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import shutil
@@ -48,7 +54,7 @@ import harness  # noqa: E402
 from harness import rotated, write_result  # noqa: E402
 from stack_limit import canonical_links  # noqa: E402
 
-VARIANTS = ("parse", "loop", "abc links", "abc warc", "abc", "abc batch 1", "abc nowarc")
+VARIANTS = ("parse", "loop", "abc links", "abc links py", "abc warc", "abc", "abc batch 1", "abc nowarc", "abc py links")
 
 _HEAD = [("Server", "nginx/1.22.1"), ("Date", "Wed, 25 Nov 2026 10:00:00 GMT"), ("Content-Type", None),
          ("Content-Length", None), ("Last-Modified", "Wed, 25 Nov 2026 09:00:00 GMT"), ("Connection", "keep-alive"),
@@ -105,8 +111,32 @@ def _crawler(resolve: list[str], tmp: str, warc: bool, batch: int = 64):
     return RankCrawler(cfg, _OneRank(), Scope.from_lines(resolve), HashAssignment(1), [], tmp, StopFlag())
 
 
+#: the variants run with the link path's Python references, and what they run
+_PYTHON_LINKS = {"abc links py": "abc links", "abc py links": "abc"}
+
+
+@contextlib.contextmanager
+def python_link_path():
+    """The link path's Python references in place of its compiled pass while inside:
+    ``LinkClassifier.targets_reference`` (the loop, ``classify_reference``, ``canonicalize_reference``,
+    the trap limits' Python) and ada's join through ``ada_url``'s wrapper."""
+    import ada_url
+    from abc_crawler.crawl.links import LinkClassifier
+    from abc_crawler.web import urls
+
+    targets, join = LinkClassifier.targets, urls._join
+    LinkClassifier.targets, urls._join = LinkClassifier.targets_reference, ada_url.join_url
+    try:
+        yield
+    finally:
+        LinkClassifier.targets, urls._join = targets, join
+
+
 def measure(variant: str, pages, resolve: list[str]) -> float:
     """CPU seconds of one variant over all pages."""
+    if variant in _PYTHON_LINKS:
+        with python_link_path():
+            return measure(_PYTHON_LINKS[variant], pages, resolve)
     from abc_crawler.web.parser import extract_links
     from abc_crawler.web.scope import Scope
     from abc_crawler.web.urls import fingerprint
@@ -180,7 +210,9 @@ def main() -> int:
     med = {v: 1e6 * statistics.median(raw[v]) / len(pages) for v in VARIANTS}
     print(f"\nmedians of {a.runs} interleaved runs, µs of CPU per page:")
     for v in VARIANTS:
-        print(f"  {v:11s} {med[v]:7.1f}")
+        print(f"  {v:12s} {med[v]:7.1f}")
+    print(f"  the compiled link pass: {med['abc links py'] - med['abc links']:.1f} µs per page less on the link path alone,"
+          f" {med['abc py links'] - med['abc']:.1f} µs in the whole page (abc / abc py links = {med['abc'] / med['abc py links']:.3f})")
     print(f"  abc adds over the loop: {med['abc'] - med['loop']:.1f} µs per page (WARC {med['abc'] - med['abc nowarc']:.1f});"
           f" loop / abc = {100 * med['loop'] / med['abc']:.1f} % (without WARC {100 * med['loop'] / med['abc nowarc']:.1f} %)")
     res = {"benchmark": "P2 page_costs", "web": str(web), "pages": len(pages), "args": vars(a),

@@ -51,13 +51,15 @@ DEFAULT_BASELINE = "ea428f4"
 
 
 def load_baseline(rev: str, path: str = "abc_crawler/store/warc.py", name: str = "abc_crawler._warc_baseline"):
-    """The module ``path`` as it was at git revision ``rev`` (relative imports resolve in abc_crawler)."""
+    """The module ``path`` as it was at git revision ``rev`` (relative imports resolve in the package of its
+    folder: ``abc_crawler.store`` for ``abc_crawler/store/warc.py``; a revision from before the concern
+    folders needs the flat ``abc_crawler/warc.py`` and the modules it imports as they are now)."""
     src = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     import abc_crawler
 
     spec = importlib.util.spec_from_loader(name, loader=None)
     mod = importlib.util.module_from_spec(spec)
-    mod.__package__ = "abc_crawler"
+    mod.__package__ = str(Path(path).parent).replace("/", ".")
     mod.__file__ = f"{rev}:{path}"
     sys.modules[name] = mod
     exec(compile(src, mod.__file__, "exec"), mod.__dict__)

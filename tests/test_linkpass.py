@@ -93,3 +93,44 @@ def test_link_pass_refuses_what_is_not_a_string():
     with pytest.raises(TypeError):
         c.targets("http://a.test/", None, [b"/x"])
     assert [t[0] for t in c.targets("http://a.test/", None, ("/x", "/y"))] == ["http://a.test/x", "http://a.test/y"]
+
+
+def _outcome(f, *args, **kw):
+    """What ``f`` gives, or the class and arguments of what it raises."""
+    try:
+        return f(*args, **kw)
+    except Exception as e:          # noqa: BLE001 - compared as a value
+        return type(e), e.args
+
+
+@settings(max_examples=600, deadline=None)
+@given(ref=st.one_of(href, st.text(max_size=25), st.sampled_from(["http://u:p@a.test/", "HTTP://a.test/?b=1&a=2#f",
+                                                                 "/%7e/%41?x", " \thttp://a.test/ \n", "\ud800"])),
+       base=st.one_of(st.none(), st.sampled_from(BASES)))
+def test_canonicalize_is_its_python_reference(ref, base):
+    assert urls.canonicalize is _linkpass.canonicalize
+    assert _outcome(urls.canonicalize, ref, base) == _outcome(urls.canonicalize_reference, ref, base)
+
+
+segment = st.sampled_from(["a", "b", "", "x.html", "%2F", "?", "?q=/a/a", "#"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(url=st.one_of(st.lists(segment, max_size=12).map(lambda p: "http://a.test/" + "/".join(p)),
+                     st.lists(segment, max_size=6).map(lambda p: "http://a.test" + "".join(p)),
+                     st.text(max_size=40)),
+       max_length=st.integers(0, 60), max_depth=st.integers(0, 8), max_repeats=st.integers(0, 4))
+def test_trap_reason_is_its_python_reference(url, max_length, max_depth, max_repeats):
+    from abc_crawler.sched.limits import trap_reason
+
+    assert (_linkpass.trap_reason(url, max_length, max_depth, max_repeats)
+            == trap_reason(url, max_length=max_length, max_depth=max_depth, max_repeats=max_repeats))
+
+
+@settings(max_examples=600, deadline=None)
+@given(ref=href, base=st.sampled_from(PAGES + ["http://a.test/a/a/a/", "http://c.test/"]),
+       rules=st.sampled_from(sorted(RULES)), any_host=st.booleans(), depth=st.sampled_from([1, 3, 32]))
+def test_classify_is_its_python_reference(ref, base, rules, any_host, depth):
+    c, _ = _pair(RULES[rules], 1000, 2048)
+    c.trap_limits["max_depth"] = c.trap_limits["max_repeats"] = depth
+    assert c.classify(ref, base, any_host) == c.classify_reference(ref, base, any_host)

@@ -19,8 +19,8 @@ from ..sched.limits import trap_reason
 from ..graph.metrics import url_wire_cost
 from ..web.ownership import Assignment
 from ..web.scope import Scope, ScopeRules
-from ..web.urls import UrlError, canonicalize, fingerprint, host_of, scheme_of
-from ..web._linkpass import link_pass
+from ..web.urls import UrlError, canonicalize, canonicalize_reference, fingerprint, host_of, scheme_of
+from ..web._linkpass import classify as compiled_classify, link_pass
 
 __all__ = ["LinkClassifier", "Target", "CACHE_GENERATION", "DecisionCache"]
 
@@ -121,12 +121,16 @@ class LinkClassifier:
         r = self.assign.owner(url, fp)
         return url, fp, r, (0 if r == self.rank else url_wire_cost(len(url.encode())))
 
-    def classify(self, href: str, base_url: str, any_host: bool = False) -> tuple:
+    #: ``classify(href, base_url, any_host=False)``: :meth:`classify_reference` compiled
+    #: (:func:`abc_crawler.web._linkpass.classify`)
+    classify = compiled_classify
+
+    def classify_reference(self, href: str, base_url: str, any_host: bool = False) -> tuple:
         """A :data:`Target` to follow, else ``(None, reason, detail)``; ``detail``: the host of a URL
         out of the resolve list or ``--allowed-domains``, else None. ``any_host``: the user's scope
         rules are not applied (a requisite under ``--requisites-any-host``)."""
         try:
-            url = canonicalize(href, base_url)
+            url = canonicalize_reference(href, base_url)
         except UrlError:
             return None, "invalid", None
         if url is None:
@@ -147,13 +151,13 @@ class LinkClassifier:
         by reason. ``requisite``: the page's requisites (with ``--requisites-any-host`` they are not
         held to the user's scope rules). One compiled pass over the references
         (:func:`abc_crawler.web._linkpass.link_pass`); :meth:`targets_reference` is the same in Python."""
-        hrefs, scheme, origin, base_dir, cache, decide = self._page(page_url, base, hrefs, requisite)
+        hrefs, scheme, origin, base_dir, cache, decide = self._page(page_url, base, hrefs, requisite, self.classify)
         return link_pass(hrefs, scheme, origin, base_dir, cache, decide, self.links, self.out_of_scope_hosts)
 
-    def _page(self, page_url: str, base: str | None, hrefs: list[str], requisite: bool) -> tuple:
+    def _page(self, page_url: str, base: str | None, hrefs: list[str], requisite: bool, classify) -> tuple:
         """What a page's references are decided with: the references (at most ``max_links``; those
         over it counted), the base's scheme, origin and directory, the decision cache and
-        ``decide(href)``, the decision of a reference not in it."""
+        ``decide(href)``, the decision of a reference not in it (by ``classify``)."""
         any_host = requisite and self.requisites_any_host
         try:
             base_url = canonicalize(base, page_url) if base else page_url
@@ -177,16 +181,17 @@ class LinkClassifier:
             # a <base href> longer than --max-url-length: references are joined with the part of
             # the base they depend on (:meth:`_classify_long_base`), not parsed with the whole base each
             def decide(href, long=self._classify_long_base):
-                return long(href, base_url, base_dir, origin, any_host)
+                return long(href, base_url, base_dir, origin, any_host, classify)
         else:
-            def decide(href, classify=self.classify):
+            def decide(href):
                 return classify(href, base_url, any_host)
         return hrefs, scheme, origin, base_dir, cache, decide
 
     def targets_reference(self, page_url: str, base: str | None, hrefs: list[str],
                           requisite: bool = False) -> list[Target]:
         """:meth:`targets` in Python: the reference its compiled pass is tested against."""
-        hrefs, scheme, origin, base_dir, cache, decide = self._page(page_url, base, hrefs, requisite)
+        hrefs, scheme, origin, base_dir, cache, decide = self._page(page_url, base, hrefs, requisite,
+                                                                    self.classify_reference)
         links = self.links
         out: dict[int, tuple] = {}
         # Decisions are cached, with everything a followed link needs later (fingerprint, owner,
@@ -230,7 +235,8 @@ class LinkClassifier:
                     oos[hit[2]] += 1
         return list(out.values())
 
-    def _classify_long_base(self, href: str, base_url: str, base_dir: str, origin: str, any_host: bool) -> tuple:
+    def _classify_long_base(self, href: str, base_url: str, base_dir: str, origin: str, any_host: bool,
+                            classify=None) -> tuple:
         """:meth:`classify` against a base longer than ``--max-url-length`` (only a page's ``<base
         href>`` can be: the page's own URL passed the limit). Joining each reference with the
         whole base cost time in the base's length, so a page of a 5 MB base and 10,000 links took
@@ -241,7 +247,8 @@ class LinkClassifier:
         of the base (a relative path under a longer directory, ``?q`` under a longer path, ``#f``
         and ``""``, which are the base itself) is counted ``url_too_long`` unjoined: a reason,
         where the join could have found another (out of scope, a URL filter) or, through ``..``,
-        a shorter URL."""
+        a shorter URL. ``classify``: what decides the joined reference (:meth:`classify` when None)."""
+        classify = classify or self.classify
         limit = self.trap_limits["max_length"]
         # the reference as the URL parser reads it: C0 controls and spaces around it dropped, tabs
         # and newlines inside it removed; its fragment does not matter
@@ -252,7 +259,7 @@ class LinkClassifier:
         ref = ref if cut < 0 else ref[:cut]
         # /x, //h/x (\\ as / in http), a:b (a scheme is ASCII: "é:x" is a relative path)
         if ref[:1] in ("/", "\\") or (scheme_of(ref) and ref.partition(":")[0].isascii()):
-            return self.classify(href, origin + "/", any_host)
+            return classify(href, origin + "/", any_host)
         if ref[:1] == "?":
             nq = base_url.find("?")
             base = base_url if nq < 0 else base_url[:nq]
@@ -261,7 +268,7 @@ class LinkClassifier:
         else:
             base = base_url                  # "" or "#f": the base itself
         if len(base) <= limit:
-            return self.classify(href, base, any_host)
+            return classify(href, base, any_host)
         return None, "url_too_long", None
 
     def host_in_scope(self, url: str) -> bool:

@@ -1,11 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
 """A page's references in one compiled pass (issue 37: the per-response path).
 
-Two functions, each the compiled twin of Python code that stays as its reference:
+Each function is the compiled twin of Python code that stays as its reference
+(``tests/test_linkpass.py`` holds each pair equal):
 
 - :func:`join_url` -- ``ada_url.join_url``: the WHATWG join of a reference with its base, by
   calling ada's C functions straight (their addresses are taken from ``ada_url``'s own cffi
   module by :func:`bind_ada`), without the Python wrapper around each call;
+- :func:`canonicalize` -- ``abc_crawler.web.urls.canonicalize_reference`` (its error class, its
+  query normalization and ``host_of`` are given by :func:`bind_urls`);
+- :func:`trap_reason` -- ``abc_crawler.sched.limits.trap_reason``, whose Python runs only for a
+  path with more segments than a limit;
+- :func:`classify` -- ``LinkClassifier.classify_reference``: one reference's decision;
 - :func:`link_pass` -- the loop of :meth:`abc_crawler.crawl.links.LinkClassifier.targets`: each
   reference's decision-cache key, its lookup, the distinct targets in page order, the reasons of
   the others counted. A reference not in the cache is decided by the Python ``decide`` it is
@@ -81,6 +87,97 @@ cpdef str join_url(str base_url, str s):
         return PyUnicode_DecodeUTF8(h.data, <Py_ssize_t>h.length, NULL)
     finally:
         _free(u)
+
+
+cdef object _UrlError = None
+cdef object _canonicalize_query = None
+cdef object _host_of = None
+
+
+def bind_urls(url_error, canonicalize_query, host_of):
+    """What :func:`canonicalize` and :func:`classify` take from ``abc_crawler.web.urls`` (which
+    imports this module): ``UrlError``, the query normalization (w3lib's ``canonicalize_url``,
+    imported at its first use) and ``host_of``."""
+    global _UrlError, _canonicalize_query, _host_of
+    _UrlError, _canonicalize_query, _host_of = url_error, canonicalize_query, host_of
+
+
+cpdef object canonicalize(str href, object base=None):
+    """``abc_crawler.web.urls.canonicalize_reference(href, base)``: the canonical form of ``href``
+    joined with ``base``, None if not http(s); ``UrlError`` for a URL that cannot be parsed or
+    carries credentials."""
+    cdef str url, rest
+    cdef Py_ssize_t cut, slash
+    href = href.strip()
+    try:
+        url = join_url(base, href) if base is not None else join_url(href, "")
+    except ValueError:
+        raise _UrlError(href, "unparsable URL") from None
+    if url.startswith("http://"):
+        rest = url[7:]
+    elif url.startswith("https://"):
+        rest = url[8:]
+    else:
+        return None
+    cut = url.find("#")
+    if cut >= 0:
+        url = url[:cut]
+    slash = rest.find("/")
+    if "@" in (rest if slash < 0 else rest[:slash]):
+        raise _UrlError(href, "URL carries credentials")
+    if "?" in url or "%" in url:
+        url = _canonicalize_query(url)
+    return url
+
+
+cpdef object trap_reason(str url, Py_ssize_t max_length, Py_ssize_t max_depth, Py_ssize_t max_repeats):
+    """``abc_crawler.sched.limits.trap_reason(url, max_length=..., max_depth=..., max_repeats=...)``:
+    why a canonical URL is refused as a likely trap, or None. The length and the count of ``/``
+    in the path are looked at here; a path with more segments than a limit goes to the Python."""
+    cdef Py_ssize_t start, end, i, n = len(url), slashes = 0
+    cdef Py_UCS4 c
+    if n > max_length:
+        return "url_too_long"
+    start = url.find("/", url.find("://") + 3)
+    if start < 0:
+        return None
+    end = url.find("?", start)
+    if end < 0:
+        end = n
+    for i in range(start, end):
+        c = url[i]
+        if c == "/":
+            slashes += 1
+    if slashes <= max_depth and slashes <= max_repeats:
+        return None                     # fewer segments than either limit
+    from abc_crawler.sched.limits import trap_reason as reference
+    return reference(url, max_length=max_length, max_depth=max_depth, max_repeats=max_repeats)
+
+
+cpdef tuple classify(object links, str href, str base_url, bint any_host=False):
+    """``LinkClassifier.classify_reference``: the :data:`Target` of one reference to follow, else
+    ``(None, reason, detail)``. ``links``: the ``LinkClassifier`` (its scope, rules, trap limits
+    and ``target``)."""
+    cdef object url, why, rules
+    cdef dict limits
+    try:
+        url = canonicalize(href, base_url)
+    except _UrlError:
+        return None, "invalid", None
+    if url is None:
+        return None, "not_http", None
+    if not links.scope.allows_url(url):
+        return None, "out_of_scope", _host_of(url)
+    rules = links.rules
+    if not any_host and rules.active:
+        why = rules.reason(url)
+        if why is not None:
+            return None, why, (_host_of(url) if why == "out_of_scope_domain" else None)
+    limits = links.trap_limits
+    why = trap_reason(url, limits["max_length"], limits["max_depth"], limits["max_repeats"])
+    if why is not None:
+        return None, why, None
+    return links.target(url)
 
 
 cdef inline bint _ascii_prefix(str k, str lower_prefix):

@@ -83,11 +83,11 @@ def scheme_of(href: str) -> str:
     return head.lower()
 
 
-def canonicalize(href: str, base: str | None = None) -> str | None:
+def canonicalize_reference(href: str, base: str | None = None) -> str | None:
     """Canonical form of ``href`` (resolved against ``base``), or None if not http(s).
 
     Raises :class:`UrlError` for a URL that cannot be parsed or carries
-    credentials.
+    credentials. :func:`canonicalize` is this compiled (``abc_crawler.web._linkpass``).
     """
     href = href.strip()
     try:
@@ -122,3 +122,12 @@ def host_of(url: str) -> str:
     start = url.find("://") + 3
     end = url.find("/", start)
     return url[start:] if end < 0 else url[start:end]
+
+
+if _join is ada_url.join_url:       # ada's C functions not reachable: the Python path
+    canonicalize = canonicalize_reference
+else:
+    from . import _linkpass
+
+    _linkpass.bind_urls(UrlError, lambda url: canonicalize_url(url), host_of)
+    canonicalize = _linkpass.canonicalize
