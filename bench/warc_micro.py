@@ -125,7 +125,8 @@ def run_writer(mod, kw: dict, recs, tmp: Path) -> tuple[float, int]:
         write(r)
     w.close()
     cpu = time.process_time() - t0
-    return cpu, w.path.stat().st_size
+    # the bytes of every WARC file the writer made (a closed file's name is no longer ``w.path``)
+    return cpu, sum(p.stat().st_size for p in (d / "warc").glob("*.warc.gz"))
 
 
 def per_call(fn, arg, n: int = 20000) -> float:
