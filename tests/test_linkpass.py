@@ -93,6 +93,9 @@ def test_link_pass_refuses_what_is_not_a_string():
     with pytest.raises(TypeError):
         c.targets("http://a.test/", None, [b"/x"])
     assert [t[0] for t in c.targets("http://a.test/", None, ("/x", "/y"))] == ["http://a.test/x", "http://a.test/y"]
+    c.max_links = 1                          # a tuple over the page limit: cut, then passed as a list
+    assert [t[0] for t in c.targets("http://a.test/", None, ("/z", "/w"))] == ["http://a.test/z"]
+    assert c.links["over_page_limit"] == 1
 
 
 def _outcome(f, *args, **kw):

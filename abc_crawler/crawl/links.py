@@ -168,7 +168,7 @@ class LinkClassifier:
         if len(hrefs) > self.max_links:
             self.links["over_page_limit"] += len(hrefs) - self.max_links
             hrefs = hrefs[:self.max_links]
-        elif type(hrefs) is not list:
+        if type(hrefs) is not list:          # the compiled pass takes a list
             hrefs = list(hrefs)
         nq = base_url.find("?")
         base_dir = base_url[: base_url.rfind("/", 0, nq if nq >= 0 else len(base_url)) + 1]
