@@ -29,6 +29,21 @@ def test_canonicalize_joins_through_the_compiled_call():
     assert urls._join is _linkpass.join_url
 
 
+@pytest.mark.parametrize("change", ["signature", "missing"])
+def test_an_ada_url_with_another_c_interface_is_called_through_its_wrapper(monkeypatch, change):
+    """A function whose C signature is not the one the compiled call was written for (or that is
+    not there) is never called straight: the join falls back to ``ada_url.join_url``."""
+    sig = dict(urls._ADA_SIGNATURES)
+    if change == "signature":
+        sig["ada_get_href"] = "char *(*)(void *)"
+    else:
+        sig["ada_no_such_function"] = "void(*)(void *)"
+    monkeypatch.setattr(urls, "_ADA_SIGNATURES", sig)
+    assert urls._compiled_join() is ada_url.join_url
+    monkeypatch.undo()
+    assert urls._compiled_join() is _linkpass.join_url
+
+
 def _join(f, base, ref):
     try:
         return f(base, ref)

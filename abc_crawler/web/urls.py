@@ -33,19 +33,33 @@ __all__ = ["canonicalize", "fingerprint", "host_of", "scheme_of", "UrlError"]
 _xxh = xxhash.xxh3_64_intdigest
 
 
+#: the C signatures :mod:`abc_crawler.web._linkpass` calls ada's functions with (as cffi names them)
+_ADA_SIGNATURES = {"ada_parse_with_base": "void *(*)(char *, size_t, char *, size_t)",
+                   "ada_is_valid": "_Bool(*)(void *)", "ada_get_href": "ada_string(*)(void *)",
+                   "ada_free": "void(*)(void *)"}
+
+
 def _compiled_join():
     """``ada_url.join_url`` compiled (:func:`abc_crawler.web._linkpass.join_url`: ada's C functions
     called straight, their addresses taken from ``ada_url``'s cffi module), or ``ada_url.join_url``
-    itself where that module does not offer them."""
+    itself where that module does not offer them with the signatures the compiled call expects
+    (another ``ada_url`` may change its C interface: a function called with the wrong one would
+    crash the process, so it is checked, not assumed)."""
     try:
         from ada_url._ada_wrapper import ffi, lib
         from . import _linkpass
-
+    except ImportError:
+        return ada_url.join_url
+    try:
+        fields = [(name, f.type.cname) for name, f in ffi.typeof("ada_string").fields]
+        pointers = {name: ffi.addressof(lib, name) for name in _ADA_SIGNATURES}
+        if (fields != [("data", "char *"), ("length", "size_t")]
+                or any(ffi.typeof(p).cname != _ADA_SIGNATURES[name] for name, p in pointers.items())):
+            return ada_url.join_url
         if not _linkpass.bound():
-            _linkpass.bind_ada(*(int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
-                                 for name in ("ada_parse_with_base", "ada_is_valid", "ada_get_href", "ada_free")))
+            _linkpass.bind_ada(*(int(ffi.cast("uintptr_t", pointers[name])) for name in _ADA_SIGNATURES))
         return _linkpass.join_url
-    except (ImportError, AttributeError, TypeError, ValueError):
+    except (AttributeError, TypeError, ValueError, ffi.error):     # ffi.error: a type it does not know
         return ada_url.join_url
 
 
