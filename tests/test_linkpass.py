@@ -152,3 +152,22 @@ def test_classify_is_its_python_reference(ref, base, rules, any_host, depth):
     c, _ = _pair(RULES[rules], 1000, 2048)
     c.trap_limits["max_depth"] = c.trap_limits["max_repeats"] = depth
     assert c.classify(ref, base, any_host) == c.classify_reference(ref, base, any_host)
+
+
+class _Text(str):
+    """A str subclass, as lxml gives attribute values from XPath (``_ElementUnicodeResult``)."""
+
+
+def test_str_subclasses_are_taken_as_their_python_references_take_them():
+    c, ref = _pair(RULES["none"], 1000, 2048)
+    page, hrefs = _Text("http://a.test/d/"), [_Text("x.html"), _Text("HTTP://a.test/y?b=1&a=2"), _Text("/z#f")]
+    assert c.targets(page, _Text("sub/"), hrefs) == ref.targets_reference(page, _Text("sub/"), hrefs)
+    assert _state(c) == _state(ref)
+    assert _linkpass.join_url(_Text("http://a.test/d/"), _Text("../e")) == "http://a.test/e"
+    assert urls.canonicalize(_Text(" x?b=1&a=2 "), _Text("http://A.test/")) == "http://a.test/x?a=2&b=1"
+    assert _linkpass.trap_reason(_Text("http://a.test/a/a/a/a"), 100, 32, 3) == "path_repetition"
+
+
+@pytest.mark.parametrize("base, ref", [(None, "x"), ("http://a.test/", None), (b"http://a.test/", "x")])
+def test_join_url_refuses_what_is_not_text_as_ada_url_does(base, ref):
+    assert _join(_linkpass.join_url, base, ref) is ValueError is _join(ada_url.join_url, base, ref)

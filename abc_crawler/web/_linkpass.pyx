@@ -63,18 +63,20 @@ def bound() -> bool:
     return _parse != NULL
 
 
-cpdef str join_url(str base_url, str s):
+cpdef str join_url(object base_url, object s):
     """``ada_url.join_url(base_url, s)``: ``s`` parsed against ``base_url`` by the WHATWG URL
-    standard, serialized; ``ValueError`` when no valid URL comes of it (or a string is not
-    encodable as UTF-8, a lone surrogate)."""
+    standard, serialized; ``ValueError`` when no valid URL comes of it (or an argument is not a
+    string encodable as UTF-8: a lone surrogate, None)."""
     cdef bytes b, r
     cdef void *u
     cdef abc_ada_string h
     if _parse == NULL:
         raise RuntimeError("join_url: bind_ada was not called")
+    if not (isinstance(base_url, str) and isinstance(s, str)):
+        raise ValueError("Invalid URL")
     try:
-        b = base_url.encode("utf-8")
-        r = s.encode("utf-8")
+        b = (<str>base_url).encode("utf-8")
+        r = (<str>s).encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("Invalid URL") from None
     u = _parse(PyBytes_AS_STRING(r), <size_t>PyBytes_GET_SIZE(r), PyBytes_AS_STRING(b), <size_t>PyBytes_GET_SIZE(b))
@@ -102,7 +104,7 @@ def bind_urls(url_error, canonicalize_query, host_of):
     _UrlError, _canonicalize_query, _host_of = url_error, canonicalize_query, host_of
 
 
-cpdef object canonicalize(str href, object base=None):
+cpdef object canonicalize(object href, object base=None):
     """``abc_crawler.web.urls.canonicalize_reference(href, base)``: the canonical form of ``href``
     joined with ``base``, None if not http(s); ``UrlError`` for a URL that cannot be parsed or
     carries credentials."""
@@ -130,22 +132,27 @@ cpdef object canonicalize(str href, object base=None):
     return url
 
 
-cpdef object trap_reason(str url, Py_ssize_t max_length, Py_ssize_t max_depth, Py_ssize_t max_repeats):
+cpdef object trap_reason(object url, Py_ssize_t max_length, Py_ssize_t max_depth, Py_ssize_t max_repeats):
     """``abc_crawler.sched.limits.trap_reason(url, max_length=..., max_depth=..., max_repeats=...)``:
     why a canonical URL is refused as a likely trap, or None. The length and the count of ``/``
     in the path are looked at here; a path with more segments than a limit goes to the Python."""
-    cdef Py_ssize_t start, end, i, n = len(url), slashes = 0
+    cdef Py_ssize_t start, end, i, n, slashes = 0
     cdef Py_UCS4 c
+    cdef str u
+    if not isinstance(url, str):
+        raise TypeError(f"trap_reason: expected a str, got {type(url).__name__}")
+    u = <str>url
+    n = len(u)
     if n > max_length:
         return "url_too_long"
-    start = url.find("/", url.find("://") + 3)
+    start = u.find("/", u.find("://") + 3)
     if start < 0:
         return None
-    end = url.find("?", start)
+    end = u.find("?", start)
     if end < 0:
         end = n
     for i in range(start, end):
-        c = url[i]
+        c = u[i]
         if c == "/":
             slashes += 1
     if slashes <= max_depth and slashes <= max_repeats:
@@ -154,7 +161,7 @@ cpdef object trap_reason(str url, Py_ssize_t max_length, Py_ssize_t max_depth, P
     return reference(url, max_length=max_length, max_depth=max_depth, max_repeats=max_repeats)
 
 
-cpdef tuple classify(object links, str href, str base_url, bint any_host=False):
+cpdef tuple classify(object links, object href, object base_url, bint any_host=False):
     """``LinkClassifier.classify_reference``: the :data:`Target` of one reference to follow, else
     ``(None, reason, detail)``. ``links``: the ``LinkClassifier`` (its scope, rules, trap limits
     and ``target``)."""
@@ -198,7 +205,7 @@ cdef inline bint _ascii_prefix(str k, str lower_prefix):
     return True
 
 
-def link_pass(list hrefs, str scheme, str origin, str base_dir, object cache, object decide,
+def link_pass(list hrefs, object scheme, object origin, object base_dir, object cache, object decide,
               object links, object out_of_scope_hosts):
     """The targets of ``hrefs`` (distinct by fingerprint, in page order) and the reasons of the
     others counted into ``links`` (and the hosts of out-of-scope ones into
@@ -208,10 +215,13 @@ def link_pass(list hrefs, str scheme, str origin, str base_dir, object cache, ob
     cdef dict out = {}
     cdef dict newer = cache.new
     cdef str href, k
-    cdef object key, hit
+    cdef object key, hit, item
     cdef Py_ssize_t cut
     cdef Py_UCS4 c0, c1
-    for href in hrefs:
+    for item in hrefs:
+        if not isinstance(item, str):            # a str subclass (lxml's attribute results) is one
+            raise TypeError(f"link_pass: a reference is a str, not {type(item).__name__}")
+        href = <str>item
         key = None
         hit = None
         if len(href) > 0 and href[0] not in "?# \t\n\r":
