@@ -13,7 +13,7 @@ from abc_crawler.crawl.counters import RankCounters
 from abc_crawler.crawl.links import DecisionCache, LinkClassifier
 from abc_crawler.web import _linkpass, urls
 from abc_crawler.web.ownership import HashAssignment
-from abc_crawler.web.scope import ScopeRules, UrlFilter
+from abc_crawler.web.scope import Scope, ScopeRules, UrlFilter
 
 from test_link_cache import CFG, PAGES, SCOPE, href
 
@@ -171,3 +171,37 @@ def test_str_subclasses_are_taken_as_their_python_references_take_them():
 @pytest.mark.parametrize("base, ref", [(None, "x"), ("http://a.test/", None), (b"http://a.test/", "x")])
 def test_join_url_refuses_what_is_not_text_as_ada_url_does(base, ref):
     assert _join(_linkpass.join_url, base, ref) is ValueError is _join(ada_url.join_url, base, ref)
+
+
+_FALLBACK = r"""
+import sys, types
+import ada_url, ada_url._ada_wrapper as real
+stub = types.ModuleType("ada_url._ada_wrapper")
+stub.ffi, stub.lib = real.ffi, object()          # a module that gives no function's address
+sys.modules["ada_url._ada_wrapper"] = stub
+from abc_crawler.web import urls
+from abc_crawler.crawl.links import LinkClassifier
+from abc_crawler.web.ownership import HashAssignment
+from abc_crawler.web.scope import Scope
+assert not urls.COMPILED and urls._join is ada_url.join_url and urls.canonicalize is urls.canonicalize_reference
+assert LinkClassifier.classify is LinkClassifier.classify_reference
+c = LinkClassifier(Scope(), HashAssignment(2), 0, max_links_per_page=100, max_url_length=2048,
+                   max_path_depth=32, max_segment_repeats=3)
+print([t[0] for t in c.targets("http://a.test/d/", None, ["x?b=1&a=2", "/a/a/a/a/y", "mailto:x", "HTTP://B.test/"])],
+      sorted(c.links.items()))
+"""
+
+
+def test_without_ada_s_c_functions_the_link_path_runs_its_python():
+    """Where ``ada_url`` gives no C function to call straight, nothing compiled that needs them runs:
+    ``canonicalize`` and ``classify`` are their references, and a page's links come out the same."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _FALLBACK], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    c = LinkClassifier(Scope(), HashAssignment(2), 0, max_links_per_page=100, max_url_length=2048,
+                       max_path_depth=32, max_segment_repeats=3)
+    want = c.targets("http://a.test/d/", None, ["x?b=1&a=2", "/a/a/a/a/y", "mailto:x", "HTTP://B.test/"])
+    assert [t[0] for t in want] == ["http://a.test/d/x?a=2&b=1", "http://b.test/"]
+    assert out.stdout.strip() == f"{[t[0] for t in want]} {sorted(c.links.items())}"

@@ -19,7 +19,7 @@ from ..sched.limits import trap_reason
 from ..graph.metrics import url_wire_cost
 from ..web.ownership import Assignment
 from ..web.scope import Scope, ScopeRules
-from ..web.urls import UrlError, canonicalize, canonicalize_reference, fingerprint, host_of, scheme_of
+from ..web.urls import COMPILED, UrlError, canonicalize, canonicalize_reference, fingerprint, host_of, scheme_of
 from ..web._linkpass import classify as compiled_classify, link_pass
 
 __all__ = ["LinkClassifier", "Target", "CACHE_GENERATION", "DecisionCache"]
@@ -121,10 +121,6 @@ class LinkClassifier:
         r = self.assign.owner(url, fp)
         return url, fp, r, (0 if r == self.rank else url_wire_cost(len(url.encode())))
 
-    #: ``classify(href, base_url, any_host=False)``: :meth:`classify_reference` compiled
-    #: (:func:`abc_crawler.web._linkpass.classify`)
-    classify = compiled_classify
-
     def classify_reference(self, href: str, base_url: str, any_host: bool = False) -> tuple:
         """A :data:`Target` to follow, else ``(None, reason, detail)``; ``detail``: the host of a URL
         out of the resolve list or ``--allowed-domains``, else None. ``any_host``: the user's scope
@@ -145,6 +141,10 @@ class LinkClassifier:
         if trap is not None:
             return None, trap, None
         return self.target(url)
+
+    #: ``classify(href, base_url, any_host=False)``: :meth:`classify_reference` compiled
+    #: (:func:`abc_crawler.web._linkpass.classify`), where ada's C functions are reachable
+    classify = compiled_classify if COMPILED else classify_reference
 
     def targets(self, page_url: str, base: str | None, hrefs: list[str], requisite: bool = False) -> list[Target]:
         """The links of a page to follow (distinct, in page order); links not followed are counted

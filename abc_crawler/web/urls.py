@@ -138,7 +138,9 @@ def host_of(url: str) -> str:
     return url[start:] if end < 0 else url[start:end]
 
 
-if _join is ada_url.join_url:       # ada's C functions not reachable: the Python path
+#: the link path runs compiled (:mod:`abc_crawler.web._linkpass`): ada's C functions were reachable
+COMPILED = _join is not ada_url.join_url
+if not COMPILED:                    # the Python path (and LinkClassifier.classify_reference)
     canonicalize = canonicalize_reference
 else:
     from . import _linkpass
