@@ -236,7 +236,7 @@ class LinkClassifier:
         return list(out.values())
 
     def _classify_long_base(self, href: str, base_url: str, base_dir: str, origin: str, any_host: bool,
-                            classify=None) -> tuple:
+                            classify) -> tuple:
         """:meth:`classify` against a base longer than ``--max-url-length`` (only a page's ``<base
         href>`` can be: the page's own URL passed the limit). Joining each reference with the
         whole base cost time in the base's length, so a page of a 5 MB base and 10,000 links took
@@ -247,8 +247,8 @@ class LinkClassifier:
         of the base (a relative path under a longer directory, ``?q`` under a longer path, ``#f``
         and ``""``, which are the base itself) is counted ``url_too_long`` unjoined: a reason,
         where the join could have found another (out of scope, a URL filter) or, through ``..``,
-        a shorter URL. ``classify``: what decides the joined reference (:meth:`classify` when None)."""
-        classify = classify or self.classify
+        a shorter URL. ``classify``: what decides the joined reference (:meth:`classify` or
+        :meth:`classify_reference`)."""
         limit = self.trap_limits["max_length"]
         # the reference as the URL parser reads it: C0 controls and spaces around it dropped, tabs
         # and newlines inside it removed; its fragment does not matter

@@ -14,8 +14,8 @@ Each function is the compiled twin of Python code that stays as its reference
 - :func:`classify` -- ``LinkClassifier.classify_reference``: one reference's decision;
 - :func:`link_pass` -- the loop of :meth:`abc_crawler.crawl.links.LinkClassifier.targets`: each
   reference's decision-cache key, its lookup, the distinct targets in page order, the reasons of
-  the others counted. A reference not in the cache is decided by the Python ``decide`` it is
-  given (``LinkClassifier.classify``) and its decision cached, exactly as the Python loop does
+  the others counted. A reference not in the cache is decided by the ``decide`` it is given (a
+  closure over ``LinkClassifier.classify``) and its decision cached, exactly as the Python loop does
   (``LinkClassifier.targets_reference``; ``tests/test_linkpass.py`` holds the two equal).
 """
 from libc.stdint cimport uintptr_t

@@ -63,8 +63,6 @@ def _compiled_join():
         return ada_url.join_url
 
 
-_join = _compiled_join()
-
 
 def canonicalize_url(url: str) -> str:
     """w3lib's ``canonicalize_url``, imported at its first use: ``w3lib.url`` imports
@@ -138,6 +136,7 @@ def host_of(url: str) -> str:
     return url[start:] if end < 0 else url[start:end]
 
 
+_join = _compiled_join()
 #: the link path runs compiled (:mod:`abc_crawler.web._linkpass`): ada's C functions were reachable
 COMPILED = _join is not ada_url.join_url
 if not COMPILED:                    # the Python path (and LinkClassifier.classify_reference)
@@ -145,5 +144,7 @@ if not COMPILED:                    # the Python path (and LinkClassifier.classi
 else:
     from . import _linkpass
 
+    # the query normalization through the module's name: ``canonicalize_url`` replaces itself by
+    # w3lib's function at its first call
     _linkpass.bind_urls(UrlError, lambda url: canonicalize_url(url), host_of)
     canonicalize = _linkpass.canonicalize
