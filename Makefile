@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.abc-installed
 
 all: test
 
-$(STAMP): pyproject.toml setup.py $(wildcard kernels/*.pyx kernels/*.pxd abc_crawler/web/*.pyx)
+$(STAMP): pyproject.toml setup.py $(wildcard kernels/*.pyx kernels/*.pxd abc_crawler/web/*.pyx abc_crawler/store/*.pyx)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel "Cython>=3.0" "numpy>=1.26"
 	$(PY) -m pip install -q --no-build-isolation -e '.[test]'
@@ -60,4 +60,4 @@ bench-setup: $(STAMP) bytecode
 	$(PY) -m pip install -q --no-build-isolation -e '.[test,bench]'
 
 clean:
-	rm -rf build *.egg-info demo kernels/*.c kernels/*.so abc_crawler/web/*.c abc_crawler/web/*.so
+	rm -rf build *.egg-info demo kernels/*.c kernels/*.so abc_crawler/web/*.c abc_crawler/web/*.so abc_crawler/store/*.c abc_crawler/store/*.so

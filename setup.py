@@ -1,9 +1,10 @@
 """Build the Cython kernels in kernels/ as abc_crawler.kernels.<name>, and the compiled parts of
-the crawl's per-page path in abc_crawler/web/ as abc_crawler.web.<name>.
+the crawl's per-page path in abc_crawler/web/ and abc_crawler/store/ as abc_crawler.web.<name> and
+abc_crawler.store.<name>.
 
-Every ``kernels/_*.pyx`` and ``abc_crawler/web/_*.pyx`` becomes an extension module; adding one
-needs no edit here. (The per-page ones are not in the kernels package: importing it loads the
-graph kernels, which only rank 0 needs.)
+Every ``kernels/_*.pyx``, ``abc_crawler/web/_*.pyx`` and ``abc_crawler/store/_*.pyx`` becomes an
+extension module; adding one needs no edit here. (The per-page ones are not in the kernels package:
+importing it loads the graph kernels, which only rank 0 needs.)
 """
 from pathlib import Path
 
@@ -22,8 +23,9 @@ extensions = [
     )
     for pyx in sorted((HERE / "kernels").glob("_*.pyx"))
 ] + [
-    Extension(f"abc_crawler.web.{pyx.stem}", [str(pyx.relative_to(HERE))], extra_compile_args=["-O3"])
-    for pyx in sorted((HERE / "abc_crawler" / "web").glob("_*.pyx"))
+    Extension(f"abc_crawler.{package}.{pyx.stem}", [str(pyx.relative_to(HERE))], extra_compile_args=["-O3"])
+    for package in ("web", "store")
+    for pyx in sorted((HERE / "abc_crawler" / package).glob("_*.pyx"))
 ]
 
 setup(ext_modules=cythonize(extensions, language_level=3, compiler_directives={"boundscheck": False, "wraparound": False}))

@@ -23,6 +23,9 @@ interleaved (order rotated), CPU from ``time.process_time``:
                  which decides with ``classify_reference``, and
                  ``ada_url.join_url``: :func:`python_link_path`).
 ``abc warc``     ``RankWarc.write`` alone (request + response record).
+``abc warc py``  the same with the writer's Python references in place of its
+                 compiled pieces (base32 of a digest, the CDXJ line and its
+                 SURT key: :func:`python_warc_pieces`).
 ``abc``          ``BatchRunner.process``: everything abc does with a
                  response (WARC, parse, links, route, counters); the WARC
                  records that still wait in a batch are written (flushed)
@@ -32,6 +35,7 @@ interleaved (order rotated), CPU from ``time.process_time``:
 ``abc nowarc``   the same with ``--no-warc`` (the content digest is still
                  taken for duplicate detection).
 ``abc py links`` ``abc`` with the link path's Python references.
+``abc py warc``  ``abc`` with the WARC writer's Python references.
 
 Medians of µs per page; what abc adds over the loop is ``abc - loop``.
 """
@@ -54,7 +58,8 @@ import harness  # noqa: E402
 from harness import rotated, write_result  # noqa: E402
 from stack_limit import canonical_links  # noqa: E402
 
-VARIANTS = ("parse", "loop", "abc links", "abc links py", "abc warc", "abc", "abc batch 1", "abc nowarc", "abc py links")
+VARIANTS = ("parse", "loop", "abc links", "abc links py", "abc warc", "abc warc py", "abc", "abc batch 1", "abc nowarc",
+            "abc py links", "abc py warc")
 
 _HEAD = [("Server", "nginx/1.22.1"), ("Date", "Wed, 25 Nov 2026 10:00:00 GMT"), ("Content-Type", None),
          ("Content-Length", None), ("Last-Modified", "Wed, 25 Nov 2026 09:00:00 GMT"), ("Connection", "keep-alive"),
@@ -113,6 +118,8 @@ def _crawler(resolve: list[str], tmp: str, warc: bool, batch: int = 64):
 
 #: the variants run with the link path's Python references, and what they run
 _PYTHON_LINKS = {"abc links py": "abc links", "abc py links": "abc"}
+#: the variants run with the WARC writer's Python references, and what they run
+_PYTHON_WARC = {"abc warc py": "abc warc", "abc py warc": "abc"}
 
 
 @contextlib.contextmanager
@@ -132,11 +139,31 @@ def python_link_path():
         LinkClassifier.targets, urls._join = targets, join
 
 
+@contextlib.contextmanager
+def python_warc_pieces():
+    """The WARC writer's Python references in place of its compiled pieces while inside
+    (:mod:`abc_crawler.store._warcrec`): ``b32_sha1_reference`` and ``cdxj_line_reference`` (which
+    keys with ``surt_key_reference``)."""
+    from abc_crawler.store import cdxj, warc
+
+    records = warc.RankWarc._records
+    saved = warc.b32_sha1, warc.cdxj_line, records.__defaults__
+    warc.b32_sha1, warc.cdxj_line = warc.b32_sha1_reference, cdxj.cdxj_line_reference   # the names warc.py calls
+    records.__defaults__ = tuple(warc.b32_sha1_reference if d is saved[0] else d for d in saved[2])
+    try:
+        yield
+    finally:
+        warc.b32_sha1, warc.cdxj_line, records.__defaults__ = saved
+
+
 def measure(variant: str, pages, resolve: list[str]) -> float:
     """CPU seconds of one variant over all pages."""
     if variant in _PYTHON_LINKS:
         with python_link_path():
             return measure(_PYTHON_LINKS[variant], pages, resolve)
+    if variant in _PYTHON_WARC:
+        with python_warc_pieces():
+            return measure(_PYTHON_WARC[variant], pages, resolve)
     from abc_crawler.web.parser import extract_links
     from abc_crawler.web.scope import Scope
     from abc_crawler.web.urls import fingerprint
@@ -213,6 +240,8 @@ def main() -> int:
         print(f"  {v:12s} {med[v]:7.1f}")
     print(f"  the compiled link pass: {med['abc links py'] - med['abc links']:.1f} µs per page less on the link path alone,"
           f" {med['abc py links'] - med['abc']:.1f} µs in the whole page (abc / abc py links = {med['abc'] / med['abc py links']:.3f})")
+    print(f"  the compiled WARC pieces: {med['abc warc py'] - med['abc warc']:.1f} µs per page less in the writer alone,"
+          f" {med['abc py warc'] - med['abc']:.1f} µs in the whole page (abc / abc py warc = {med['abc'] / med['abc py warc']:.3f})")
     print(f"  abc adds over the loop: {med['abc'] - med['loop']:.1f} µs per page (WARC {med['abc'] - med['abc nowarc']:.1f});"
           f" loop / abc = {100 * med['loop'] / med['abc']:.1f} % (without WARC {100 * med['loop'] / med['abc nowarc']:.1f} %)")
     res = {"benchmark": "P2 page_costs", "web": str(web), "pages": len(pages), "args": vars(a),

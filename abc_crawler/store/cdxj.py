@@ -34,7 +34,8 @@ import types
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
-__all__ = ["media_type", "cdxj_line", "surt_key", "surt_slow", "timestamp14", "index_path", "index_lines", "write_index", "read_index",
+__all__ = ["media_type", "cdxj_line", "cdxj_line_reference", "surt_key", "surt_key_reference", "surt_slow", "timestamp14",
+           "index_path", "index_lines", "write_index", "read_index",
            "IndexRuns", "RUN_LINES"]
 
 
@@ -56,11 +57,12 @@ _PLAIN_URL = re.compile(r"^(https?)://(?:www[0-9]*\.)?((?!www)(?![0-9.]+(?::|/|$
 _DEFAULT_PORT = {"http": "80", "https": "443"}
 
 
-def surt_key(url: str) -> str:
+def surt_key_reference(url: str) -> str:
     """The SURT key pywb and cdxj-indexer give a URL (``surt.surt``; the URL itself when it cannot
-    be parsed), computed directly for plain URLs (:data:`_PLAIN_URL`).
+    be parsed), computed directly for plain URLs (:data:`_PLAIN_URL`). :func:`surt_key` is this
+    compiled (:mod:`abc_crawler.store._warcrec`), which hands every URL that is not plain to it.
 
-    >>> surt_key("http://h000.test:8123/D1/p3.html"), surt_key("https://a.b.test:443/x/")
+    >>> surt_key_reference("http://h000.test:8123/D1/p3.html"), surt_key_reference("https://a.b.test:443/x/")
     ('test,h000:8123)/d1/p3.html', 'test,b,a)/x')
     """
     m = _PLAIN_URL.match(url)
@@ -128,11 +130,12 @@ def timestamp14(warc_date: str) -> str:
     return d[0:4] + d[5:7] + d[8:10] + d[11:13] + d[14:16] + d[17:19]
 
 
-def cdxj_line(url: str, warc_date: str, mime: str | None, status: str | None, digest: str | None, length: int,
-              offset: int, filename: str, _q=encode_basestring_ascii) -> str:
+def cdxj_line_reference(url: str, warc_date: str, mime: str | None, status: str | None, digest: str | None,
+                        length: int, offset: int, filename: str, _q=encode_basestring_ascii) -> str:
     """One index line (with its newline); fields that are None are left out, as cdxj-indexer does.
     The JSON is what ``json.dumps`` writes for the same dict (keys in this order, ``", "`` and
-    ``": "`` separators, non-ASCII escaped), made with its C string encoder."""
+    ``": "`` separators, non-ASCII escaped), made with its C string encoder. :func:`cdxj_line` is
+    this compiled (:mod:`abc_crawler.store._warcrec`)."""
     parts = [f'{{"url": {_q(url)}']
     if mime is not None:
         parts.append(f'"mime": {_q(mime)}')
@@ -141,7 +144,7 @@ def cdxj_line(url: str, warc_date: str, mime: str | None, status: str | None, di
     if digest is not None:
         parts.append(f'"digest": {_q(digest)}')
     parts.append(f'"length": "{length}", "offset": "{offset}", "filename": {_q(filename)}}}')
-    return f"{surt_key(url)} {timestamp14(warc_date)} {', '.join(parts)}\n"
+    return f"{surt_key_reference(url)} {timestamp14(warc_date)} {', '.join(parts)}\n"
 
 
 def index_path(warc_path: str | os.PathLike) -> Path:
@@ -281,3 +284,12 @@ def media_type(content_type: str | None) -> str | None:
     ('text/html', None)
     """
     return None if content_type is None else _MEDIA_SPLIT(content_type.strip(), maxsplit=1)[0].strip()
+
+
+try:                                    # the compiled twins (built with the kernels by setup.py)
+    from . import _warcrec
+except ImportError:                     # pragma: no cover - an install without its extensions
+    surt_key, cdxj_line = surt_key_reference, cdxj_line_reference
+else:
+    _warcrec.bind_cdxj(surt_key_reference, encode_basestring_ascii)
+    surt_key, cdxj_line = _warcrec.surt_key, _warcrec.cdxj_line

@@ -85,7 +85,7 @@ def log_path(session_dir, rank: int) -> Path:
 
 def payload_digest(body: bytes) -> str:
     """``sha1:BASE32`` of a body (what the WARC writer puts in ``WARC-Payload-Digest``)."""
-    from .warc import b32_sha1
+    from .digests import b32_sha1
 
     return "sha1:" + b32_sha1(hashlib.sha1(body).digest())
 

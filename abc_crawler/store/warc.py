@@ -42,9 +42,10 @@ deflate; everything else is kept to a few C calls (``bench/warc_micro.py``,
   ``isal_zlib.compress`` when the ``isal`` package is installed (the same
   gzip format at about a third of zlib's CPU, same ratio at level 1), else
   ``zlib.compress(data, 1, wbits=31)``;
-- base32 of a SHA-1 digest (:func:`b32_sha1`) spreads the 160 bits into 32
-  bytes with five mask-and-shift steps on one int and maps them with
-  ``bytes.translate`` (``base64.b32encode`` is pure Python in 3.11);
+- base32 of a SHA-1 digest (:func:`abc_crawler.store.digests.b32_sha1`) and
+  each record's CDXJ index line (:func:`abc_crawler.store.cdxj.cdxj_line`, its
+  SURT key included) are compiled (:mod:`abc_crawler.store._warcrec`; their
+  Python stays as the references the tests hold them equal to);
 - ``WARC-Date`` (:func:`_iso`) reuses the formatted second and appends the
   microseconds, rounded exactly as ``datetime.fromtimestamp`` does;
 - record ids are one random ``uuid4`` per writer whose last 48 bits (the
@@ -60,7 +61,6 @@ head rebuilt from its status line and parsed headers.
 """
 from __future__ import annotations
 
-import base64
 import hashlib
 import math
 import os
@@ -71,11 +71,12 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from .contentseen import ContentSeen
+from .digests import b32_sha1, b32_sha1_reference
 from .cdxj import IndexRuns, cdxj_line, index_lines, index_path, media_type, write_index
 from .warcnames import parse_warc_name, session_prefix, warc_name
 from ..net.fetcher import Response
 
-__all__ = ["RankWarc", "b32_sha1", "warcinfo_fields",
+__all__ = ["RankWarc", "b32_sha1", "b32_sha1_reference", "warcinfo_fields",
            "DEFAULT_MAX_BYTES", "PROFILE_IDENTICAL", "PROFILE_NOT_MODIFIED", "PageRecord"]
 
 PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
@@ -135,48 +136,6 @@ def _iso(t: float, _modf=math.modf, _gmtime=time.gmtime, _strftime=time.strftime
     if cached[0] != sec:
         cached = _c[0] = (sec, _strftime("%Y-%m-%dT%H:%M:%S", _gmtime(sec)))
     return f"{cached[1]}.{us:06d}Z"
-
-
-# ---------------------------------------------------------------- base32
-
-_B32_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-_B32_MAP = bytes(_B32_ALPHABET[i & 31] for i in range(256))
-
-
-def _spread_steps() -> list[tuple[int, int, int]]:
-    """Mask-and-shift steps moving the 32 five-bit groups of a 160-bit int into 32 bytes.
-
-    Step k halves the chunks: each chunk of ``c`` bits in a slot of ``s`` bits
-    becomes two chunks of ``c/2`` bits in slots of ``s/2`` bits (160 in 256 ->
-    80 in 128 -> ... -> 5 in 8).
-    """
-    steps = []
-    slot, chunk = 256, 160
-    while chunk > 5:
-        half, nslot = chunk // 2, slot // 2
-        lo = hi = 0
-        for k in range(256 // slot):
-            lo |= ((1 << half) - 1) << (k * slot)
-            hi |= ((1 << half) - 1) << (k * slot + half)
-        steps.append((lo, hi, nslot - half))
-        slot, chunk = nslot, half
-    return steps
-
-
-(_L1, _H1, _S1), (_L2, _H2, _S2), (_L3, _H3, _S3), (_L4, _H4, _S4), (_L5, _H5, _S5) = _spread_steps()
-
-
-def b32_sha1(digest: bytes, _from=int.from_bytes, _map=_B32_MAP) -> str:
-    """``base64.b32encode(digest).decode()`` for a 20-byte digest (other lengths: the stdlib)."""
-    if len(digest) != 20:
-        return base64.b32encode(digest).decode("ascii")
-    x = _from(digest, "big")
-    x = (x & _L1) | ((x & _H1) << _S1)
-    x = (x & _L2) | ((x & _H2) << _S2)
-    x = (x & _L3) | ((x & _H3) << _S3)
-    x = (x & _L4) | ((x & _H4) << _S4)
-    x = (x & _L5) | ((x & _H5) << _S5)
-    return x.to_bytes(32, "big").translate(_map).decode("ascii")
 
 
 # ---------------------------------------------------------------- gzip members
@@ -408,15 +367,17 @@ class RankWarc:
         if len(pending) >= self.batch or self._pending_bytes >= _BATCH_BYTES:
             self._drain()
 
-    def _placed(self, r: Response, date: str, dig: str | None, first, ref, offset: int, length: int) -> None:
-        """Tell ``on_page`` where a page's answer went (``dig``: its payload digest, ``sha1:BASE32``)."""
+    def _placed(self, r: Response, date: str, dig: str | None, first, ref, offset: int, length: int,
+                name: str = "") -> None:
+        """Tell ``on_page`` where a page's answer went (``dig``: its payload digest, ``sha1:BASE32``;
+        ``name``: the file's, when the record is in one, ``offset`` >= 0)."""
         if self.on_page is None:
             return
         if ref is not None:
             kind, dig, purl, pdate = "not_modified", ref[2], ref[0], ref[1]
         else:
             kind, purl, pdate = ("response", r.url, date) if first is None else ("revisit", first[0], first[1])
-        self.on_page(PageRecord(r, kind, self.name if offset >= 0 else "", offset, length, date, dig, purl, pdate))
+        self.on_page(PageRecord(r, kind, name if offset >= 0 else "", offset, length, date, dig, purl, pdate))
 
     def _drain(self) -> None:
         """Serialize and compress the waiting pages' records into the file(s), in arrival order;
@@ -427,9 +388,11 @@ class RankWarc:
         self._pending = []
         self._pending_bytes = 0
         out: list[bytes] = []
+        name = self.name if self._fh is not None else ""     # the current file's (its name is made once a file)
         for p in pending:
             if self._fh is None:
                 self._open()
+                name = self.name
             req, rec, line_fields, rec_id = self._records(*p[:5])
             offset = self._size + len(req)
             out.append(req)
@@ -440,8 +403,8 @@ class RankWarc:
                 meta = self._metadata(r.url, date, rec_id, p[5])
                 out.append(meta)
                 self._size += len(meta)
-            self._index.append(cdxj_line(r.url, date, *line_fields, len(rec), offset, self.name))
-            self._placed(r, date, p[2], p[3], p[4], offset, len(rec))
+            self._index.append(cdxj_line(r.url, date, *line_fields, len(rec), offset, name))
+            self._placed(r, date, p[2], p[3], p[4], offset, len(rec), name)
             if self._size >= self.max_bytes:
                 self._fh.write(b"".join(out))
                 out = []

@@ -1,0 +1,141 @@
+"""The WARC writer's compiled pieces (abc_crawler.store._warcrec) against their Python references:
+base32 of a digest, the SURT key, the CDXJ line (issue 37)."""
+from __future__ import annotations
+
+import base64
+import hashlib
+
+from hypothesis import example, given, settings, strategies as st
+
+from abc_crawler.store import _warcrec, cdxj, digests, warc
+from abc_crawler.store.cdxj import _PLAIN_URL, cdxj_line, cdxj_line_reference, surt_key, surt_key_reference
+from abc_crawler.store.digests import b32_sha1, b32_sha1_reference
+
+
+def test_the_writer_and_the_index_use_the_compiled_pieces():
+    """No silent fallback: the installed extension is what the writer calls."""
+    assert digests.b32_sha1 is warc.b32_sha1 is _warcrec.b32_sha1
+    assert cdxj.surt_key is _warcrec.surt_key
+    assert cdxj.cdxj_line is _warcrec.cdxj_line
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.binary(min_size=0, max_size=40))
+@example(b"")
+@example(bytes(20))
+@example(b"\xff" * 20)
+def test_b32_equals_the_reference_and_b32encode(data):
+    for d in (data, hashlib.sha1(data).digest()):
+        assert b32_sha1(d) == b32_sha1_reference(d) == base64.b32encode(d).decode("ascii")
+
+
+def test_b32_of_what_is_not_bytes_is_the_references():
+    """A bytearray or memoryview goes to the reference (the stdlib takes them)."""
+    d = hashlib.sha1(b"x").digest()
+    assert b32_sha1(bytearray(d)) == b32_sha1_reference(bytearray(d)) == base64.b32encode(d).decode()
+    assert b32_sha1(memoryview(d)) == base64.b32encode(d).decode()
+
+
+# URLs at the plain form's edges: plain ones (a www label or not, a port or not, dotted segments),
+# and plain ones with one character put in, replaced or taken out, from the characters the scan
+# tells apart and the ones it must hand over (upper case, "%", "?", "#", "_" in a host, a newline,
+# non-ASCII)
+_label = st.text("abwx019-", min_size=1, max_size=5)
+_run = st.text("aZ09_~-", min_size=1, max_size=4)
+_EDGE = "./:-_~wW0159aZ?#%\né "
+
+
+@st.composite
+def _plain_urls(draw):
+    scheme = draw(st.sampled_from(["http", "https"]))
+    www = draw(st.sampled_from(["", "", "www.", "www0.", "www12."]))
+    host = ".".join(draw(st.lists(_label, min_size=1, max_size=3)))
+    port = draw(st.one_of(st.none(), st.sampled_from(["80", "443", "65535", "65536", "99999"]),
+                          st.integers(1, 70000).map(str)))
+    segs = ["." .join(draw(st.lists(_run, min_size=1, max_size=3))) for _ in range(draw(st.integers(0, 4)))]
+    slash = draw(st.sampled_from(["", "/"])) if segs or port or draw(st.booleans()) else ""
+    return f"{scheme}://{www}{host}" + (f":{port}" if port else "") + ("/" + "/".join(segs) if segs else "") + slash
+
+
+@st.composite
+def _urls(draw):
+    url = draw(_plain_urls())
+    for _ in range(draw(st.sampled_from([0, 0, 1, 1, 2]))):
+        i = draw(st.integers(0, len(url)))
+        c = draw(st.sampled_from(_EDGE))
+        url = draw(st.sampled_from([url[:i] + c + url[i:], url[:i] + c + url[i + 1:], url[:i] + url[i + 1:]]))
+    return url
+
+
+def test_the_urls_tried_are_plain_often_enough():
+    """Control: the property below tries the scan's own path, not only the hand-over."""
+    tried, plain = [], []
+
+    @settings(max_examples=1000, deadline=None, database=None)
+    @given(_urls())
+    def count(url):
+        tried.append(url)
+        if _PLAIN_URL.match(url):
+            plain.append(url)
+
+    count()
+    assert len(plain) > len(tried) / 5, len(plain)
+    assert any(_PLAIN_URL.match(u)[3] for u in plain)                          # with a port
+    assert any(u.split("/")[2].startswith("www") for u in plain)                # a www label dropped
+    assert any(u.count("/") > 4 and "." in u.split("/")[-1] for u in plain)     # segments, dots
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_urls())
+@example("http://www.www.h.test/")
+@example("http://www1.2.3.4/")
+@example("http://wwwx.test/")
+@example("http://www/")
+@example("http://www5.x/")
+@example("http://www.com")
+@example("http://1.2.3.4:80/a")
+@example("http://h.test:65536/")
+@example("http://h.test/a\n")
+@example("http://h.test\n")
+@example("https://a.b.test:443/x/")
+@example("http://a..b/")
+@example("http://.a/")
+@example("http://a./")
+def test_the_surt_key_equals_the_reference(url):
+    assert surt_key(url) == surt_key_reference(url), (url, bool(_PLAIN_URL.match(url)))
+
+
+def test_plain_urls_are_keyed_without_the_reference(monkeypatch):
+    """Control: the comparison above is not the reference against itself. With the reference
+    replaced, plain URLs still get their keys and every other URL gets the replacement's."""
+    calls = []
+    _warcrec.bind_cdxj(lambda url: calls.append(url) or "handed over", cdxj.encode_basestring_ascii)
+    try:
+        plain = {"http://h000.test:8123/D1/p3.html": "test,h000:8123)/d1/p3.html",
+                 "https://a.b.test:443/x/": "test,b,a)/x", "http://www2.h.test:8080/A/": "test,h:8080)/a",
+                 "http://h.test": "test,h)/", "http://www.com": "com)/", "http://h.test:80/": "test,h)/"}
+        for url, key in plain.items():
+            assert _PLAIN_URL.match(url)
+            assert surt_key(url) == key
+        assert calls == []
+        others = ["http://h.test/a?b=1", "http://www.www.h.test/", "http://www1.2.3.4/", "http://wwwx.test/",
+                  "http://h.test:65536/", "http://H.test/", "http://h.test/a\n", "http://h.test//x", "ftp://h.test/"]
+        for url in others:
+            assert surt_key(url) == "handed over"
+        assert calls == others
+        assert surt_key(b"http://h.test/") == "handed over"      # not text: the reference's to judge
+    finally:
+        _warcrec.bind_cdxj(surt_key_reference, cdxj.encode_basestring_ascii)
+
+
+_text = st.text(min_size=0, max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(url=st.one_of(_urls(), _text), date=st.one_of(st.just("2026-01-02T03:04:05.123456Z"), _text),
+       mime=st.one_of(st.none(), _text), status=st.one_of(st.none(), st.sampled_from(["200", "304", "ü"])),
+       digest=st.one_of(st.none(), st.just("sha1:" + "A" * 32), _text),
+       length=st.integers(0, 2**40), offset=st.integers(0, 2**40), filename=_text)
+def test_the_cdxj_line_equals_the_reference(url, date, mime, status, digest, length, offset, filename):
+    assert (cdxj_line(url, date, mime, status, digest, length, offset, filename)
+            == cdxj_line_reference(url, date, mime, status, digest, length, offset, filename))
