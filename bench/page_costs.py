@@ -24,8 +24,8 @@ interleaved (order rotated), CPU from ``time.process_time``:
                  ``ada_url.join_url``: :func:`python_link_path`).
 ``abc warc``     ``RankWarc.write`` alone (request + response record).
 ``abc warc py``  the same with the writer's Python references in place of its
-                 compiled pieces (base32 of a digest, the CDXJ line and its
-                 SURT key: :func:`python_warc_pieces`).
+                 compiled pieces (the records' bytes, base32 of a digest,
+                 the CDXJ line and its SURT key: :func:`python_warc_pieces`).
 ``abc``          ``BatchRunner.process``: everything abc does with a
                  response (WARC, parse, links, route, counters); the WARC
                  records that still wait in a batch are written (flushed)
@@ -142,18 +142,21 @@ def python_link_path():
 @contextlib.contextmanager
 def python_warc_pieces():
     """The WARC writer's Python references in place of its compiled pieces while inside
-    (:mod:`abc_crawler.store._warcrec`): ``b32_sha1_reference`` and ``cdxj_line_reference`` (which
-    keys with ``surt_key_reference``)."""
+    (:mod:`abc_crawler.store._warcrec`): ``page_records_reference``, ``record_reference``,
+    ``b32_sha1_reference`` (the content digest) and ``cdxj_line_reference`` (which keys with
+    ``surt_key_reference``)."""
     from abc_crawler.store import cdxj, warc
 
-    records = warc.RankWarc._records
-    saved = warc.b32_sha1, warc.cdxj_line, records.__defaults__
-    warc.b32_sha1, warc.cdxj_line = warc.b32_sha1_reference, cdxj.cdxj_line_reference   # the names warc.py calls
-    records.__defaults__ = tuple(warc.b32_sha1_reference if d is saved[0] else d for d in saved[2])
+    names = ("page_records", "record", "b32_sha1", "cdxj_line")     # the names warc.py calls
+    saved = [getattr(warc, n) for n in names]
+    for n, ref in zip(names, (warc.page_records_reference, warc.record_reference, warc.b32_sha1_reference,
+                              cdxj.cdxj_line_reference)):
+        setattr(warc, n, ref)
     try:
         yield
     finally:
-        warc.b32_sha1, warc.cdxj_line, records.__defaults__ = saved
+        for n, fn in zip(names, saved):
+            setattr(warc, n, fn)
 
 
 def measure(variant: str, pages, resolve: list[str]) -> float:

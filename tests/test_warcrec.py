@@ -139,3 +139,62 @@ _text = st.text(min_size=0, max_size=12)
 def test_the_cdxj_line_equals_the_reference(url, date, mime, status, digest, length, offset, filename):
     assert (cdxj_line(url, date, mime, status, digest, length, offset, filename)
             == cdxj_line_reference(url, date, mime, status, digest, length, offset, filename))
+
+
+# -- the records ---------------------------------------------------------------------------------
+
+from abc_crawler.net.fetcher import Response  # noqa: E402
+from abc_crawler.store.warc import page_records, page_records_reference, record, record_reference  # noqa: E402
+
+_hvalue = st.one_of(st.text("abc xyz:;=/0", max_size=10), st.text(max_size=6), st.sampled_from(["a\r\nb", "x\ny", "\r"]))
+_headers = st.lists(st.tuples(st.sampled_from(["Host", "Content-Type", "content-type", "ETag", "X\r", "A-B"]), _hvalue),
+                    max_size=5)
+
+
+@st.composite
+def _responses(draw):
+    url = draw(st.one_of(_urls(), st.text(max_size=12), st.sampled_from(["", "http://h.test", "http://é.test/ü?q"])))
+    headers = draw(_headers)
+    raw = draw(st.one_of(st.just(b""), st.just(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"),
+                         st.binary(max_size=40), st.sampled_from([b"HTTP/1.1\r\n\r\n", b"X 304 Not Modified\n\n"])))
+    return Response(key=None, url=url, status=draw(st.sampled_from([0, 200, 304, 404])),
+                    status_line=draw(st.one_of(st.just(""), st.sampled_from(["HTTP/1.1 200 OK", "HTTP/1.0 404 x\r\ny"]),
+                                               st.text(max_size=8))),
+                    headers=headers, raw_head=raw, body=draw(st.binary(max_size=64)),
+                    request_headers=draw(_headers), ip=draw(st.sampled_from(["", "127.0.0.1", "::1"])),
+                    truncated=draw(st.sampled_from(["", "type"])))
+
+
+@settings(max_examples=600, deadline=None)
+@given(r=_responses(), dig=st.one_of(st.none(), st.just("sha1:" + "B" * 32), st.text(max_size=5)),
+       which=st.sampled_from(["response", "revisit", "not_modified"]),
+       ref_url=st.text(max_size=10), ref_date=st.text(max_size=8), ref_digest=st.text(max_size=8),
+       ids=st.tuples(st.text(min_size=1, max_size=6), st.text(min_size=1, max_size=6)))
+def test_page_records_equal_the_reference(r, dig, which, ref_url, ref_date, ref_digest, ids):
+    first = (ref_url, ref_date) if which == "revisit" else None
+    ref = (ref_url, ref_date, ref_digest) if which == "not_modified" else None
+    date = "2026-11-29T12:00:00.000001Z"
+    try:
+        want = page_records_reference(r, date, dig, first, ref, *ids)
+    except Exception as exc:              # noqa: BLE001 - the compiled one fails the same way
+        try:
+            page_records(r, date, dig, first, ref, *ids)
+        except Exception as got:          # noqa: BLE001
+            assert (type(got), got.args) == (type(exc), exc.args)
+            return
+        raise AssertionError(f"the reference raised {exc!r}, the compiled one did not")
+    assert page_records(r, date, dig, first, ref, *ids) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(["warcinfo", "metadata"]), url=st.one_of(st.just(""), _urls(), st.text(max_size=8)),
+       block=st.binary(max_size=64), extra=st.lists(st.tuples(st.text(max_size=5), st.text(max_size=5)), max_size=3),
+       rid=st.text(min_size=1, max_size=8))
+def test_record_equals_the_reference(kind, url, block, extra, rid):
+    date = "2026-11-29T12:00:00.000001Z"
+    assert (record(kind, url, date, "application/warc-fields", block, hashlib.sha1(block), extra, rid)
+            == record_reference(kind, url, date, "application/warc-fields", block, hashlib.sha1(block), extra, rid))
+
+
+def test_the_writer_uses_the_compiled_records():
+    assert warc.page_records is _warcrec.page_records and warc.record is _warcrec.record

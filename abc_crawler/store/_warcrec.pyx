@@ -11,11 +11,17 @@ Each function is the compiled twin of Python code that stays as its reference
   characters, nothing else) read in one scan; every other URL is handed to the reference;
 - :func:`cdxj_line` -- ``abc_crawler.store.cdxj.cdxj_line_reference``: one CDXJ index line.
 
-A page costs the writer four digests in base32 and one index line: in Python that was about
-20 µs a page, a seventh of the writer's CPU after the C calls (SHA-1 and deflate).
+- :func:`page_records` -- ``abc_crawler.store.warc.page_records_reference``: one answer's
+  request record and its response or revisit record, uncompressed;
+- :func:`record` -- ``abc_crawler.store.warc.record_reference``: a warcinfo or metadata record.
+
+The SHA-1 digests and deflate are C either way; what is compiled is the Python between them
+(``bench/page_costs.py``: ``abc warc`` against ``abc warc py``).
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeASCII
+
+from hashlib import sha1 as _sha1
 
 cdef const char *_B32 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
@@ -183,3 +189,106 @@ def cdxj_line(url, warc_date, mime, status, digest, length, offset, filename):
     return (f'{surt_key(url)} {warc_date[0:4]}{warc_date[5:7]}{warc_date[8:10]}{warc_date[11:13]}'
             f'{warc_date[14:16]}{warc_date[17:19]} {parts}, "length": "{length}", "offset": "{offset}", '
             f'"filename": {q(filename)}}}\n')
+
+
+# ---------------------------------------------------------------- records
+
+cdef object _media_type = None         # cdxj.media_type
+cdef object _header_lines_slow = None  # warc._header_lines: headers with a CR or LF in them
+cdef str _PROFILE_IDENTICAL = ""
+cdef str _PROFILE_NOT_MODIFIED = ""
+
+
+def bind_records(media_type, header_lines, str profile_identical, str profile_not_modified):
+    """What the records are made with: ``cdxj.media_type``, ``warc._header_lines`` (for headers
+    that hold a CR or LF) and the two revisit profiles."""
+    global _media_type, _header_lines_slow, _PROFILE_IDENTICAL, _PROFILE_NOT_MODIFIED
+    _media_type, _header_lines_slow = media_type, header_lines
+    _PROFILE_IDENTICAL, _PROFILE_NOT_MODIFIED = profile_identical, profile_not_modified
+
+
+cdef str _header_lines(headers):
+    """``warc._header_lines``: ``"k: v\\r\\n"`` for every header (the reference's for CR/LF)."""
+    cdef Py_ssize_t n
+    if not headers:
+        return ""
+    s = "\r\n".join([f"{k}: {v}" for k, v in headers])
+    n = len(headers) - 1
+    if s.count("\n") != n or s.count("\r") != n:
+        return _header_lines_slow(headers)
+    return s + "\r\n"
+
+
+cdef object _index_status(http_head):
+    """``warc._index_status``: the status code of a head's status line (its second word)."""
+    line = http_head.split(b"\r\n", 1)[0].split(b"\n", 1)[0].decode("latin-1").strip()
+    parts = line.split(" ", 2)
+    return parts[1] if len(parts) > 1 else None
+
+
+def page_records(r, str date, dig, first, ref, str req_id, str rec_id):
+    """``warc.page_records_reference``: one answer's request record and its response, revisit or
+    server-not-modified revisit record, uncompressed, and the index fields of the second."""
+    body = r.body
+    url = r.url
+    uri_line = f"WARC-Target-URI: {url}\r\n" if url else ""
+    ip = r.ip
+    ip_line = f"WARC-IP-Address: {ip}\r\n" if ip else ""
+    slash = url.find("/", url.find("://") + 3)
+    target = url[slash:] if slash >= 0 else "/"
+    req_block = f"GET {target} HTTP/1.1\r\n{_header_lines(r.request_headers)}\r\n".encode("utf-8")
+    req = b"".join((
+        f"WARC/1.1\r\nWARC-Type: request\r\nWARC-Record-ID: {req_id}\r\nWARC-Date: {date}\r\n{uri_line}"
+        f"Content-Type: application/http; msgtype=request\r\n"
+        f"WARC-Block-Digest: sha1:{b32_sha1(_sha1(req_block).digest())}\r\n"
+        f"Content-Length: {len(req_block)}\r\n\r\n".encode("utf-8"),
+        req_block, b"\r\n\r\n"))
+    http_head = r.raw_head
+    if not http_head:
+        status_line = r.status_line or f"HTTP/1.1 {r.status}"
+        status_line = status_line.replace("\r", " ").replace("\n", " ")
+        http_head = f"{status_line}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
+    block_sha1 = _sha1(http_head)
+    if first is None and ref is None:
+        payload_digest = dig
+        block_sha1.update(body)
+        truncated = "WARC-Truncated: unspecified\r\n" if r.truncated else ""
+        rec = b"".join((
+            f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
+            f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
+            f"{truncated}Content-Type: application/http; msgtype=response\r\n"
+            f"WARC-Block-Digest: sha1:{b32_sha1(block_sha1.digest())}\r\n"
+            f"Content-Length: {len(http_head) + len(body)}\r\n\r\n".encode("utf-8"),
+            http_head, body, b"\r\n\r\n"))
+        mime = _media_type(r.header("content-type"))
+    else:
+        if ref is not None:
+            profile = _PROFILE_NOT_MODIFIED
+            ref_uri, ref_date, payload_digest = ref
+        else:
+            profile = _PROFILE_IDENTICAL
+            ref_uri, ref_date = first
+            payload_digest = dig
+        rec = b"".join((
+            f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
+            f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
+            f"WARC-Profile: {profile}\r\nWARC-Refers-To-Target-URI: {ref_uri}\r\n"
+            f"WARC-Refers-To-Date: {ref_date}\r\n"
+            f"Content-Type: application/http; msgtype=response\r\n"
+            f"WARC-Block-Digest: sha1:{b32_sha1(block_sha1.digest())}\r\n"
+            f"Content-Length: {len(http_head)}\r\n\r\n".encode("utf-8"),
+            http_head, b"\r\n\r\n"))
+        mime = "warc/revisit"
+    return req, rec, (mime, _index_status(http_head), payload_digest)
+
+
+def record(warc_type, url, date, content_type, block, block_sha1, extra, record_id):
+    """``warc.record_reference``: a whole record (warcinfo, metadata), uncompressed."""
+    head = [f"WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"]
+    if url:
+        head.append(f"WARC-Target-URI: {url}\r\n")
+    for k, v in extra:
+        head.append(f"{k}: {v}\r\n")
+    head.append(f"Content-Type: {content_type}\r\nWARC-Block-Digest: sha1:{b32_sha1(block_sha1.digest())}\r\n"
+                f"Content-Length: {len(block)}\r\n\r\n")
+    return "".join(head).encode("utf-8") + block + b"\r\n\r\n"

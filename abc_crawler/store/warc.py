@@ -76,7 +76,8 @@ from .cdxj import IndexRuns, cdxj_line, index_lines, index_path, media_type, wri
 from .warcnames import parse_warc_name, session_prefix, warc_name
 from ..net.fetcher import Response
 
-__all__ = ["RankWarc", "b32_sha1", "b32_sha1_reference", "warcinfo_fields",
+__all__ = ["RankWarc", "b32_sha1", "b32_sha1_reference", "page_records", "page_records_reference", "record",
+           "record_reference", "warcinfo_fields",
            "DEFAULT_MAX_BYTES", "PROFILE_IDENTICAL", "PROFILE_NOT_MODIFIED", "PageRecord"]
 
 PROFILE_IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
@@ -179,17 +180,83 @@ def _header_lines(headers: list[tuple[str, str]]) -> str:
     return s + "\r\n"
 
 
-def _record(warc_type: str, url: str, date: str, content_type: str, block: bytes, block_sha1,
-            extra: list[tuple[str, str]], record_id: str) -> bytes:
-    """A whole record (the warcinfo record; ``_records`` inlines the same layout)."""
+def record_reference(warc_type: str, url: str, date: str, content_type: str, block: bytes, block_sha1,
+                     extra: list[tuple[str, str]], record_id: str, _b32=b32_sha1_reference) -> bytes:
+    """A whole record, uncompressed (warcinfo, metadata). :func:`record` is this compiled
+    (:mod:`abc_crawler.store._warcrec`)."""
     head = [f"WARC/1.1\r\nWARC-Type: {warc_type}\r\nWARC-Record-ID: {record_id}\r\nWARC-Date: {date}\r\n"]
     if url:
         head.append(f"WARC-Target-URI: {url}\r\n")
     for k, v in extra:
         head.append(f"{k}: {v}\r\n")
-    head.append(f"Content-Type: {content_type}\r\nWARC-Block-Digest: sha1:{b32_sha1(block_sha1.digest())}\r\n"
+    head.append(f"Content-Type: {content_type}\r\nWARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
                 f"Content-Length: {len(block)}\r\n\r\n")
     return "".join(head).encode("utf-8") + block + b"\r\n\r\n"
+
+
+def page_records_reference(r: Response, date: str, dig: str | None, first, ref, req_id: str, rec_id: str,
+                           _sha1=hashlib.sha1, _b32=b32_sha1_reference) -> tuple[bytes, bytes, tuple]:
+    """One answer's request record and its response (``first`` and ``ref`` None), revisit
+    (``first``: the URL and date of the same payload stored earlier) or server-not-modified revisit
+    (``ref``: the URL, date and digest of the record holding the payload) record, uncompressed; and
+    the index fields of the second (mime, status, payload digest). ``dig``: the payload digest,
+    ``sha1:BASE32`` (None for a 304, whose digest is in ``ref``). :func:`page_records` is this
+    compiled (:mod:`abc_crawler.store._warcrec`)."""
+    body = r.body
+    url = r.url
+    uri_line = f"WARC-Target-URI: {url}\r\n" if url else ""
+    ip_line = f"WARC-IP-Address: {r.ip}\r\n" if r.ip else ""
+    # request: what was sent (reconstructed from the fetcher's fixed headers)
+    slash = url.find("/", url.find("://") + 3)
+    target = url[slash:] if slash >= 0 else "/"
+    req_block = f"GET {target} HTTP/1.1\r\n{_header_lines(r.request_headers)}\r\n".encode("utf-8")
+    req = b"".join((
+        f"WARC/1.1\r\nWARC-Type: request\r\nWARC-Record-ID: {req_id}\r\nWARC-Date: {date}\r\n{uri_line}"
+        f"Content-Type: application/http; msgtype=request\r\n"
+        f"WARC-Block-Digest: sha1:{_b32(_sha1(req_block).digest())}\r\n"
+        f"Content-Length: {len(req_block)}\r\n\r\n".encode("utf-8"),
+        req_block, b"\r\n\r\n"))
+    http_head = r.raw_head          # the head as received; rebuilt from the parsed fields if there is none
+    if not http_head:
+        status_line = r.status_line or f"HTTP/1.1 {r.status}"
+        http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
+    block_sha1 = _sha1(http_head)
+    if first is None and ref is None:
+        payload_digest = dig
+        block_sha1.update(body)
+        rec = b"".join((
+            f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
+            f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
+            f"{'WARC-Truncated: unspecified' + chr(13) + chr(10) if r.truncated else ''}"
+            f"Content-Type: application/http; msgtype=response\r\n"
+            f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
+            f"Content-Length: {len(http_head) + len(body)}\r\n\r\n".encode("utf-8"),
+            http_head, body, b"\r\n\r\n"))
+        mime = media_type(r.header("content-type"))
+    else:
+        if ref is not None:          # a 304: the payload is the earlier session's
+            profile, (ref_uri, ref_date, payload_digest) = PROFILE_NOT_MODIFIED, ref
+        else:                        # the same payload stored earlier in this session
+            profile, (ref_uri, ref_date), payload_digest = _REVISIT_PROFILE, first, dig
+        rec = b"".join((
+            f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
+            f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
+            f"WARC-Profile: {profile}\r\nWARC-Refers-To-Target-URI: {ref_uri}\r\n"
+            f"WARC-Refers-To-Date: {ref_date}\r\n"
+            f"Content-Type: application/http; msgtype=response\r\n"
+            f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
+            f"Content-Length: {len(http_head)}\r\n\r\n".encode("utf-8"),
+            http_head, b"\r\n\r\n"))
+        mime = "warc/revisit"
+    return req, rec, (mime, _index_status(http_head), payload_digest)
+
+
+try:                                    # the compiled twins (built with the kernels by setup.py)
+    from ._warcrec import bind_records, page_records, record
+except ImportError:                     # pragma: no cover - an install without its extensions
+    page_records, record = page_records_reference, record_reference
+else:
+    bind_records(media_type, _header_lines, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED)
 
 
 class _RecordIds:
@@ -307,7 +374,7 @@ class RankWarc:
         self._size = self._fh.tell()
         if self._size == 0:
             body = "".join(f"{k}: {v}\r\n" for k, v in self.info).encode("utf-8")
-            rec = self._gzip_member(_record("warcinfo", "", _iso(time.time()), "application/warc-fields", body,
+            rec = self._gzip_member(record("warcinfo", "", _iso(time.time()), "application/warc-fields", body,
                                             hashlib.sha1(body), [("WARC-Filename", self.name)], self._next_id()))
             self._fh.write(rec)
             self._size = len(rec)
@@ -412,72 +479,27 @@ class RankWarc:
         if out:
             self._fh.write(b"".join(out))
 
-    def _records(self, r: Response, date: str, dig: str | None, first, ref, _sha1=hashlib.sha1,
-                 _b32=b32_sha1) -> tuple[bytes, bytes, tuple, str]:
-        """The request record and the response (``first`` and ``ref`` None), revisit (``first``: the
-        same payload stored earlier) or server-not-modified revisit (``ref``) record, two gzip members;
-        the index fields of the second (mime, status, digest) and its record id. ``dig``: the payload
-        digest, ``sha1:BASE32`` (None for a 304, whose digest is in ``ref``)."""
-        body = r.body
-        url = r.url
-        uri_line = f"WARC-Target-URI: {url}\r\n" if url else ""
-        ip_line = f"WARC-IP-Address: {r.ip}\r\n" if r.ip else ""
-        # request: what was sent (reconstructed from the fetcher's fixed headers)
-        slash = url.find("/", url.find("://") + 3)
-        target = url[slash:] if slash >= 0 else "/"
-        req_block = f"GET {target} HTTP/1.1\r\n{_header_lines(r.request_headers)}\r\n".encode("utf-8")
+    def _records(self, r: Response, date: str, dig: str | None, first, ref) -> tuple[bytes, bytes, tuple, str]:
+        """The request record and the response, revisit or server-not-modified revisit record
+        (:func:`page_records`), two gzip members; the index fields of the second (mime, status,
+        digest) and its record id."""
         req_id = self._next_id()
-        req = b"".join((
-            f"WARC/1.1\r\nWARC-Type: request\r\nWARC-Record-ID: {req_id}\r\nWARC-Date: {date}\r\n{uri_line}"
-            f"Content-Type: application/http; msgtype=request\r\n"
-            f"WARC-Block-Digest: sha1:{_b32(_sha1(req_block).digest())}\r\n"
-            f"Content-Length: {len(req_block)}\r\n\r\n".encode("utf-8"),
-            req_block, b"\r\n\r\n"))
-        http_head = r.raw_head          # the head as received; rebuilt from the parsed fields if there is none
-        if not http_head:
-            status_line = r.status_line or f"HTTP/1.1 {r.status}"
-            http_head = f"{_clean(status_line)}\r\n{_header_lines(r.headers)}\r\n".encode("latin-1", "replace")
-        block_sha1 = _sha1(http_head)
         rec_id = self._next_id()
-        if first is None and ref is None:
-            payload_digest = dig
-            block_sha1.update(body)
-            rec = b"".join((
-                f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
-                f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
-                f"{'WARC-Truncated: unspecified' + chr(13) + chr(10) if r.truncated else ''}"
-                f"Content-Type: application/http; msgtype=response\r\n"
-                f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
-                f"Content-Length: {len(http_head) + len(body)}\r\n\r\n".encode("utf-8"),
-                http_head, body, b"\r\n\r\n"))
-            mime = media_type(r.header("content-type"))
-        else:
-            if ref is not None:          # a 304: the payload is the earlier session's
-                profile, (ref_uri, ref_date, payload_digest) = PROFILE_NOT_MODIFIED, ref
-                self.not_modified += 1
-            else:                        # the same payload stored earlier in this session
-                profile, (ref_uri, ref_date), payload_digest = _REVISIT_PROFILE, first, dig
-                self.revisits += 1
-            rec = b"".join((
-                f"WARC/1.1\r\nWARC-Type: revisit\r\nWARC-Record-ID: {rec_id}\r\nWARC-Date: {date}\r\n"
-                f"{uri_line}WARC-Concurrent-To: {req_id}\r\n{ip_line}WARC-Payload-Digest: {payload_digest}\r\n"
-                f"WARC-Profile: {profile}\r\nWARC-Refers-To-Target-URI: {ref_uri}\r\n"
-                f"WARC-Refers-To-Date: {ref_date}\r\n"
-                f"Content-Type: application/http; msgtype=response\r\n"
-                f"WARC-Block-Digest: sha1:{_b32(block_sha1.digest())}\r\n"
-                f"Content-Length: {len(http_head)}\r\n\r\n".encode("utf-8"),
-                http_head, b"\r\n\r\n"))
-            mime = "warc/revisit"
+        req, rec, fields = page_records(r, date, dig, first, ref, req_id, rec_id)
+        if ref is not None:
+            self.not_modified += 1
+        elif first is not None:
+            self.revisits += 1
         self.records += 2
         member = self._gzip_member
-        return member(req), member(rec), (mime, _index_status(http_head), payload_digest), rec_id
+        return member(req), member(rec), fields, rec_id
 
     def _metadata(self, url: str, date: str, concurrent_to: str, lines: str) -> bytes:
         """A page's outlinks as a ``metadata`` record (Heritrix's layout: ``application/warc-fields``,
         ``WARC-Concurrent-To`` the answer's record), one gzip member."""
         block = lines.encode("utf-8")
         self.records += 1
-        return self._gzip_member(_record("metadata", url, date, "application/warc-fields", block, hashlib.sha1(block),
+        return self._gzip_member(record("metadata", url, date, "application/warc-fields", block, hashlib.sha1(block),
                                          [("WARC-Concurrent-To", concurrent_to)], self._next_id()))
 
     # -- checkpoints ------------------------------------------------------------------------------
