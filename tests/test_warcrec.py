@@ -198,3 +198,54 @@ def test_record_equals_the_reference(kind, url, block, extra, rid):
 
 def test_the_writer_uses_the_compiled_records():
     assert warc.page_records is _warcrec.page_records and warc.record is _warcrec.record
+
+
+def test_a_writer_makes_the_same_files_with_the_references(tmp_path, monkeypatch):
+    """End to end: one rank's WARC file and CDXJ index, written through the compiled pieces and
+    through their Python references (ids and dates made the same), are the same bytes — responses,
+    a duplicate body's revisit, a 304's revisit, outlinks metadata records, a head rebuilt from
+    parsed headers, a URL that is not plain."""
+    import time
+
+    class Ids:
+        def __init__(self):
+            self.n = 0
+
+        def __call__(self):
+            self.n += 1
+            return f"<urn:uuid:00000000-0000-4000-8000-{self.n:012x}>"
+
+    monkeypatch.setattr(warc, "_RecordIds", Ids)
+    monkeypatch.setattr(time, "time", lambda: 1764417600.25)
+    t = 1764417601.5
+    pages = [Response(key=None, url=f"http://h{i % 3}.test:8080/d/p{i}.html", status=200, status_line="HTTP/1.1 200 OK",
+                      headers=[("Content-Type", "text/html; charset=utf-8")],
+                      raw_head=b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n",
+                      body=b"<a href=x>%d</a>" % (i % 4), t_start=t + i, ip="127.0.0.1",
+                      request_headers=[("Host", f"h{i % 3}.test:8080"), ("User-Agent", "abc")])
+             for i in range(6)]
+    pages.append(Response(key=None, url="http://H.test/a?b=1&a=2", status=404, status_line="HTTP/1.1 404 Not Found",
+                          headers=[("Content-Type", "text/plain"), ("X", "a\r\nb")], body=b"gone", t_start=t + 9))
+    not_modified = Response(key=None, url="http://h0.test:8080/old", status=304, status_line="HTTP/1.1 304 Not Modified",
+                            raw_head=b"HTTP/1.1 304 Not Modified\r\n\r\n", t_start=t + 10)
+
+    def write(session):
+        w = warc.RankWarc(session, 0, batch=3)
+        for i, r in enumerate(pages):
+            w.write(r, f"outlink: http://h.test/{i} L\r\n" if i % 2 else "")
+        w.write_not_modified(not_modified, "http://h0.test:8080/old", "2026-01-01T00:00:00Z", "sha1:" + "C" * 32)
+        w.close()
+        return {p.name: p.read_bytes() for p in (session / "warc").iterdir()}
+
+    from abc_crawler.store import cdxj, digests
+
+    compiled = write(tmp_path / "a" / "s1")
+    with monkeypatch.context() as m:
+        for name, ref in (("page_records", warc.page_records_reference), ("record", warc.record_reference),
+                          ("b32_sha1", digests.b32_sha1_reference), ("cdxj_line", cdxj.cdxj_line_reference)):
+            m.setattr(warc, name, ref)
+        python = write(tmp_path / "b" / "s1")
+    assert sorted(compiled) == ["s1-rank-00000-00000.cdxj", "s1-rank-00000-00000.warc.gz"]
+    assert compiled == python
+    index = compiled["s1-rank-00000-00000.cdxj"].decode()
+    assert index.count("\n") == 8 and '"mime": "warc/revisit"' in index and "test,h)/a?a=2&b=1" in index
