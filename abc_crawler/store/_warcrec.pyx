@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The WARC writer's small per-record pieces, compiled (issue 37: the output path).
+"""The WARC writer's per-record Python, compiled (issue 37: the output path).
 
 Each function is the compiled twin of Python code that stays as its reference
 (``tests/test_warcrec.py`` holds each pair equal):
@@ -9,8 +9,7 @@ Each function is the compiled twin of Python code that stays as its reference
 - :func:`surt_key` -- ``abc_crawler.store.cdxj.surt_key_reference``: the SURT key of a plain
   URL (http(s), a host of lower-case labels, an optional port, a path of unreserved
   characters, nothing else) read in one scan; every other URL is handed to the reference;
-- :func:`cdxj_line` -- ``abc_crawler.store.cdxj.cdxj_line_reference``: one CDXJ index line.
-
+- :func:`cdxj_line` -- ``abc_crawler.store.cdxj.cdxj_line_reference``: one CDXJ index line;
 - :func:`page_records` -- ``abc_crawler.store.warc.page_records_reference``: one answer's
   request record and its response or revisit record, uncompressed;
 - :func:`record` -- ``abc_crawler.store.warc.record_reference``: a warcinfo or metadata record.
@@ -18,7 +17,7 @@ Each function is the compiled twin of Python code that stays as its reference
 The SHA-1 digests and deflate are C either way; what is compiled is the Python between them
 (``bench/page_costs.py``: ``abc warc`` against ``abc warc py``).
 """
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeASCII
 
 from hashlib import sha1 as _sha1
@@ -195,15 +194,16 @@ def cdxj_line(url, warc_date, mime, status, digest, length, offset, filename):
 
 cdef object _media_type = None         # cdxj.media_type
 cdef object _header_lines_slow = None  # warc._header_lines: headers with a CR or LF in them
+cdef object _index_status = None       # warc._index_status
 cdef str _PROFILE_IDENTICAL = ""
 cdef str _PROFILE_NOT_MODIFIED = ""
 
 
-def bind_records(media_type, header_lines, str profile_identical, str profile_not_modified):
+def bind_records(media_type, header_lines, index_status, str profile_identical, str profile_not_modified):
     """What the records are made with: ``cdxj.media_type``, ``warc._header_lines`` (for headers
-    that hold a CR or LF) and the two revisit profiles."""
-    global _media_type, _header_lines_slow, _PROFILE_IDENTICAL, _PROFILE_NOT_MODIFIED
-    _media_type, _header_lines_slow = media_type, header_lines
+    that hold a CR or LF), ``warc._index_status`` and the two revisit profiles."""
+    global _media_type, _header_lines_slow, _index_status, _PROFILE_IDENTICAL, _PROFILE_NOT_MODIFIED
+    _media_type, _header_lines_slow, _index_status = media_type, header_lines, index_status
     _PROFILE_IDENTICAL, _PROFILE_NOT_MODIFIED = profile_identical, profile_not_modified
 
 
@@ -217,13 +217,6 @@ cdef str _header_lines(headers):
     if s.count("\n") != n or s.count("\r") != n:
         return _header_lines_slow(headers)
     return s + "\r\n"
-
-
-cdef object _index_status(http_head):
-    """``warc._index_status``: the status code of a head's status line (its second word)."""
-    line = http_head.split(b"\r\n", 1)[0].split(b"\n", 1)[0].decode("latin-1").strip()
-    parts = line.split(" ", 2)
-    return parts[1] if len(parts) > 1 else None
 
 
 def page_records(r, str date, dig, first, ref, str req_id, str rec_id):

@@ -180,6 +180,13 @@ def _header_lines(headers: list[tuple[str, str]]) -> str:
     return s + "\r\n"
 
 
+def _index_status(http_head: bytes) -> str | None:
+    """The status code of a head's status line (its second word), as warcio reads it."""
+    line = http_head.split(b"\r\n", 1)[0].split(b"\n", 1)[0].decode("latin-1").strip()
+    parts = line.split(" ", 2)
+    return parts[1] if len(parts) > 1 else None
+
+
 def record_reference(warc_type: str, url: str, date: str, content_type: str, block: bytes, block_sha1,
                      extra: list[tuple[str, str]], record_id: str, _b32=b32_sha1_reference) -> bytes:
     """A whole record, uncompressed (warcinfo, metadata). :func:`record` is this compiled
@@ -256,7 +263,7 @@ try:                                    # the compiled twins (built with the ker
 except ImportError:                     # pragma: no cover - an install without its extensions
     page_records, record = page_records_reference, record_reference
 else:
-    bind_records(media_type, _header_lines, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED)
+    bind_records(media_type, _header_lines, _index_status, PROFILE_IDENTICAL, PROFILE_NOT_MODIFIED)
 
 
 class _RecordIds:
@@ -455,7 +462,7 @@ class RankWarc:
         self._pending = []
         self._pending_bytes = 0
         out: list[bytes] = []
-        name = self.name if self._fh is not None else ""     # the current file's (its name is made once a file)
+        name = self.name                  # the current (or next) file's, made again when a file is opened
         for p in pending:
             if self._fh is None:
                 self._open()
@@ -564,10 +571,3 @@ class RankWarc:
             self._drain()
             if self._fh is not None:
                 self._close_file()
-
-
-def _index_status(http_head: bytes) -> str | None:
-    """The status code of a head's status line (its second word), as warcio reads it."""
-    line = http_head.split(b"\r\n", 1)[0].split(b"\n", 1)[0].decode("latin-1").strip()
-    parts = line.split(" ", 2)
-    return parts[1] if len(parts) > 1 else None
