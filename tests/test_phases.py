@@ -1,5 +1,4 @@
 """Phase swapping (KSpider) and the NTP-style clock: pure functions, no MPI."""
-import itertools
 import json
 import os
 import pickle
@@ -151,6 +150,27 @@ def test_offset_estimate_recovers_injected_offset(true_offset):
     best = min(samples, key=lambda s: (s[3] - s[0]) - (s[2] - s[1]))
     assert rtt == pytest.approx((best[3] - best[0]) - (best[2] - best[1]))
     assert abs(off - true_offset) <= rtt / 2 + 1e-12
+
+
+@pytest.mark.parametrize("fails, tests, yields", [(0, 50, 0), (49, 50, 0), (50, 50, 1), (151, 50, 3), (7, 3, 2)])
+def test_clock_sample_polls_test_tightly_and_yield_the_core_every_so_many_tests(monkeypatch, fails, tests, yields):
+    """``exchange._spin``: a request tested until done, the core given up after every ``tests``
+    failed tests (with more ranks than cores the partner may need it), never otherwise."""
+    from abc_crawler.mpi import exchange
+
+    class Request:
+        calls = 0
+
+        def Test(self):
+            self.calls += 1
+            return self.calls > fails
+
+    given_up = []
+    monkeypatch.setattr(exchange.os, "sched_yield", lambda: given_up.append(1))
+    req = Request()
+    exchange._spin(req, tests)
+    assert req.calls == fails + 1
+    assert len(given_up) == yields
 
 
 def test_estimate_needs_samples_and_clock_update(monkeypatch):

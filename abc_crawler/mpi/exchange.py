@@ -59,6 +59,24 @@ def _wait(req) -> None:
         time.sleep(pause)
         pause = min(pause * 2, 0.001)
 
+#: tests of a request between two yields of the core in :func:`_spin` (a test is 0.5–1 µs: some
+#: 25–50 µs of polling, several round trips of two ranks that each have a core)
+SPIN_TESTS = 50
+
+
+def _spin(req, tests: int = SPIN_TESTS) -> None:
+    """Complete a request by testing it tightly (the clock samples' round trip), yielding the core
+    after every ``tests`` tests: with more ranks than cores the partner may be waiting for this
+    core, and without the yield the rank would spin until the scheduler took the core away (a
+    time slice of milliseconds, every sample: CPU spent, and a round trip the length of a slice)."""
+    n = 0
+    while not req.Test():
+        n += 1
+        if n >= tests:
+            os.sched_yield()
+            n = 0
+
+
 #: point-to-point tags of the crash protocol (:mod:`abc_crawler.store.crash`)
 TAG_CRASH, TAG_CRASH_ACK = 7201, 7202
 #: point-to-point tag of phase-slot leases (:mod:`abc_crawler.sched.phases`)
@@ -413,7 +431,9 @@ class Communicator:
 
         Rank 0 serves the ranks one at a time; a rank waiting for its turn
         sleeps between polls so it does not steal the CPU from the pair
-        measuring; the pair itself polls tightly, so the round trip stays small.
+        measuring; the pair itself polls tightly, so the round trip stays small,
+        and gives its core up now and then (:func:`_spin`): with more ranks than
+        cores its partner may be waiting for this very core.
         """
         comm = self.comm
         tag_go, tag_ping, tag_pong = 7101, 7102, 7103
@@ -424,9 +444,7 @@ class Communicator:
             for r in range(1, self.size):
                 comm.Send([np.zeros(1, np.int8), MPI.INT8_T], dest=r, tag=tag_go)
                 for _ in range(n):
-                    req = comm.Irecv([ping, MPI.DOUBLE], source=r, tag=tag_ping)
-                    while not req.Test():
-                        pass
+                    _spin(comm.Irecv([ping, MPI.DOUBLE], source=r, tag=tag_ping))
                     pong[0] = local_clock()
                     pong[1] = local_clock()
                     comm.Send([pong, MPI.DOUBLE], dest=r, tag=tag_pong)
@@ -441,8 +459,7 @@ class Communicator:
                 req = comm.Irecv([pong, MPI.DOUBLE], source=0, tag=tag_pong)
                 ping[0] = t0 = local_clock()
                 comm.Send([ping, MPI.DOUBLE], dest=0, tag=tag_ping)
-                while not req.Test():
-                    pass
+                _spin(req)
                 t3 = local_clock()
                 samples.append((t0, float(pong[0]), float(pong[1]), t3))
         self.barrier()

@@ -110,3 +110,21 @@ def test_leases_arrive_whole_and_in_order_from_every_rank():
         by_src.setdefault(host, []).append(int(slot))
     assert by_src == {f"h{r}.test": [0, 1, 2] for r in range(c.size)}
     assert c.close_leases() == 0                   # nothing still travelling
+
+
+def test_clock_samples_recover_each_ranks_offset_to_rank_0():
+    """NTP-style samples of every rank against rank 0 (tight polls that yield the core,
+    ``exchange._spin``) give each rank's skew back within half the round trip it kept."""
+    from abc_crawler.mpi.clock import SharedClock, estimate_offset
+
+    c = _comm()
+    skew = 0.0 if c.rank == 0 else 3.5 * c.rank - 2.0       # rank 0's clock is the reference
+    clock = SharedClock(skew=skew)
+    samples = c.clock_samples(clock.local)
+    if c.rank == 0:
+        assert samples == []
+        return
+    assert len(samples) == 8
+    offset, rtt = estimate_offset(samples)
+    assert 0 <= rtt < 0.25, rtt                                # the estimate is not vacuous
+    assert abs(offset - (-skew)) <= rtt / 2 + 1e-6, (offset, skew, rtt)
