@@ -174,6 +174,36 @@ def test_requests_go_through_the_proxy_and_only_the_proxy(web, certs, tmp_path):
     assert len(srows) == 2 and {r["scheme"] for r in srows} == {"http", "https"}
 
 
+def test_a_proxy_stopped_with_a_tunnel_open_ends_the_tunnel_in_its_loop(monkeypatch):
+    """A CONNECT tunnel still open when the proxy stops is ended inside the proxy's loop: no
+    coroutine is left to be collected after the loop closed (whose cleanup then raised into
+    whatever ran next: an unraisable exception in a later test)."""
+    import gc
+    import sys
+
+    raised = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: raised.append(u))
+    upstream = socket.create_server(("127.0.0.1", 0))
+    port = upstream.getsockname()[1]
+    held = []
+    try:
+        with ForwardProxy(resolve=[f"up.test:{port}:127.0.0.1"]) as proxy:
+            client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            client.sendall(f"CONNECT up.test:{port} HTTP/1.1\r\nHost: up.test:{port}\r\n\r\n".encode())
+            assert client.recv(4096).startswith(b"HTTP/1.1 200")
+            conn, _ = upstream.accept()              # the tunnel is open, both ends idle
+            held += [client, conn]
+            client.sendall(b"ping")
+            conn.settimeout(10)
+            assert conn.recv(4) == b"ping"
+        gc.collect()
+        assert raised == []
+    finally:
+        for s in held:
+            s.close()
+        upstream.close()
+
+
 def test_no_proxy_sends_listed_hosts_direct():
     p = ProxySettings.from_value("env", {"http_proxy": "http://127.0.0.1:3128", "HTTPS_PROXY": "socks5h://127.0.0.1:1080",
                                          "NO_PROXY": "h001.test,.intranet.test", "HTTP_PROXY": "http://cgi.test:1"})
