@@ -204,6 +204,17 @@ def test_a_proxy_stopped_with_a_tunnel_open_ends_the_tunnel_in_its_loop(monkeypa
         upstream.close()
 
 
+def test_a_proxy_stopped_with_nothing_open_closes_its_loop_without_an_error(monkeypatch):
+    import threading
+
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: errors.append(a.exc_value))
+    proxy = ForwardProxy().start()
+    proxy.stop()
+    assert errors == []
+    assert proxy._loop.is_closed()
+
+
 def test_no_proxy_sends_listed_hosts_direct():
     p = ProxySettings.from_value("env", {"http_proxy": "http://127.0.0.1:3128", "HTTPS_PROXY": "socks5h://127.0.0.1:1080",
                                          "NO_PROXY": "h001.test,.intranet.test", "HTTP_PROXY": "http://cgi.test:1"})

@@ -222,10 +222,12 @@ class ForwardProxy:
                 server.close()
                 # connections still open (a CONNECT tunnel's two pipes) end here, in the loop,
                 # not when their coroutines are collected after it is closed
+                # (gather of nothing would look for the thread's current loop, which is none)
                 pending = asyncio.all_tasks(loop)
-                for task in pending:
-                    task.cancel()
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                if pending:
+                    for task in pending:
+                        task.cancel()
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.run_until_complete(asyncio.sleep(0))
                 loop.close()
                 if self._proxy.log:
