@@ -441,3 +441,49 @@ def test_a_rank_under_slots_looks_for_leases_every_hundredth_of_its_slot(L, warm
     runner.drive(1.0)                                    # nothing queued: it would sleep the whole second
     assert slept == [pytest.approx(poll)]
     assert gate.admit(host) and gate.counters.leases == 1
+
+
+@pytest.mark.parametrize("lease_on_poll", [3, None])
+def test_a_rank_waiting_for_a_lease_polls_for_it_without_planning_its_turn_again(monkeypatch, lease_on_poll):
+    """Between two looks for leases nothing the turn planned can change: it waits on in curl's
+    select, looking for leases every 1 % of its slot, without scheduling its Bucket again, until a
+    lease comes (it is taken at once, and the turn ends so that the next one uses it) or the turn's
+    wait is over."""
+    from abc_crawler.crawl import fetching
+
+    host = "a.test"
+    comm = FakeComm()
+    holders = HolderTable(2, 2)
+    pc = PhaseClock(1, 2, 2, 1.0, 0.005, origin=0.0)
+    s = next(n for n in range(0, 200) if holders.holder(host, n) == 0)
+    a, b = pc.bounds(s)
+    clock = FakeClock((a + b) / 2)                       # mid-slot: the next slot is 0.5 s away
+    f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
+    gate = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, RankCounters())
+    gate.update()
+    runner, _ = _runner(gate, clock, f, f.hosts, delay=1.0)
+    mono = [100.0]                                       # the loop's monotonic clock, moved by the polls
+    monkeypatch.setattr(fetching, "time", SimpleNamespace(monotonic=lambda: mono[0]))
+    slept = []
+
+    def poll(timeout):
+        slept.append(timeout)
+        mono[0] += timeout
+        if len(slept) == lease_on_poll:                  # a lease arrives during this poll
+            comm.inbox[1] = [f"{host}\t{s}\t{clock.shared()!r}\t{clock.shared()!r}".encode()]
+        return []
+    runner.fetcher = SimpleNamespace(in_flight=0, poll=poll)
+    planned = []
+    start = runner.start
+    monkeypatch.setattr(runner, "start", lambda now: planned.append(now) or start(now))
+    runner.last_turn = mono[0]
+
+    assert runner.drive(0.035) == 0
+    assert len(planned) == 1                             # the turn was planned once
+    if lease_on_poll is not None:
+        assert slept == [pytest.approx(0.01)] * lease_on_poll
+        assert gate.admit(host) and gate.counters.leases == 1
+    else:
+        assert slept == [pytest.approx(0.01)] * 3 + [pytest.approx(0.005)]
+        assert not gate.admit(host) and gate.counters.leases == 0
+    assert runner.idle.total == pytest.approx(sum(slept))

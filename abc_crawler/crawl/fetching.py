@@ -131,19 +131,24 @@ class BatchRunner:
             slot = self.gate.next_start(now)
             nxt = slot if nxt is None else min(nxt, slot)
         timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
-        if self.gate is not None:
-            timeout = min(timeout, self.gate.lease_poll)   # a lease may arrive
-        t = time.monotonic()
-        done = self.fetcher.poll(timeout)
-        now = time.monotonic()
-        if now - t > timeout + GAP_NOTED:
-            # the process was away inside the poll (descheduled, starved, stopped): the answers it
-            # reads now may have been cut at their slot's end meanwhile, by no fault of theirs
-            self.gaps.note(now, now - t - timeout)
-        if not done and not self.fetcher.in_flight:
-            self._count_idle(now - t, t)
-        if self.gate is not None:
-            self.gate.take_leases(now)
+        gate = self.gate
+        end = time.monotonic() + timeout
+        while True:
+            # under phase slots a lease may arrive, and curl's select does not wake on an MPI
+            # message: the rank looks for leases every lease_poll. Until an answer or a lease comes,
+            # or ``end``, nothing this turn planned can change, so it waits on without planning again
+            t = time.monotonic()
+            step = timeout if gate is None else max(0.0, min(end - t, gate.lease_poll))
+            done = self.fetcher.poll(step)
+            now = time.monotonic()
+            if now - t > step + GAP_NOTED:
+                # the process was away inside the poll (descheduled, starved, stopped): the answers it
+                # reads now may have been cut at their slot's end meanwhile, by no fault of theirs
+                self.gaps.note(now, now - t - step)
+            if not done and not self.fetcher.in_flight:
+                self._count_idle(now - t, t)
+            if gate is None or gate.take_leases(now) or done or now >= end:
+                break
         for r in done:
             self.on_answer(r, now)
         self.last_turn = time.monotonic()

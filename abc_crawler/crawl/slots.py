@@ -289,10 +289,11 @@ class SlotGate:
         self.counters.handovers += 1
         return True
 
-    def take_leases(self, now: float) -> None:
+    def take_leases(self, now: float) -> int:
         """Leases other ranks sent: this rank may fetch the group's hosts within that slot, after the
-        rest."""
-        for data in self.comm.poll_leases():
+        rest. Returns how many came (those of slots already over included)."""
+        leases = self.comm.poll_leases()
+        for data in leases:
             key, slot, nb, sent = data.decode().split("\t")
             slot = int(slot)
             w = self.window
@@ -315,6 +316,7 @@ class SlotGate:
             for host in self._members(key):
                 self.frontier.hold_off(host, until, now)
             self.frontier.readmit()
+        return len(leases)
 
     def announce(self) -> bytes:
         """Shared hosts whose queue here went from empty to not empty or back since the last
