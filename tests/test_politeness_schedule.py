@@ -487,3 +487,45 @@ def test_a_rank_waiting_for_a_lease_polls_for_it_without_planning_its_turn_again
         assert slept == [pytest.approx(0.01)] * 3 + [pytest.approx(0.005)]
         assert not gate.admit(host) and gate.counters.leases == 0
     assert runner.idle.total == pytest.approx(sum(slept))
+
+
+@pytest.mark.parametrize("case", ["window ends", "host given back"])
+def test_a_waiting_turn_is_planned_again_when_its_plan_may_change(monkeypatch, case):
+    """The turn's plan holds only while nothing it planned can change: it ends at the end of the
+    usable window it is in (the guard band follows: the Bucket gives back what it may not send),
+    and at the first look after a batch the turn ended gave URLs back to a host's queue (here:
+    the page budget is spent), as it did when every look was a planned turn."""
+    from abc_crawler.crawl import fetching
+
+    host = "a.test"
+    comm = FakeComm()
+    holders = HolderTable(2, 2)
+    pc = PhaseClock(1, 2, 2, 1.0, 0.005, origin=0.0)
+    rank = 1 if case == "host given back" else 0                 # rank 1 holds the host's slot
+    s = next(n for n in range(0, 200) if holders.holder(host, n) == rank)
+    a, b = pc.bounds(s)
+    hi = b - pc.guard_for(b - a)                                 # the usable window's end
+    clock = FakeClock(hi - 0.02 if case == "window ends" else (a + b) / 2)
+    f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
+    gate = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, RankCounters())
+    runner, submitted = _runner(gate, clock, f, f.hosts, delay=0.0)
+    if case == "host given back":
+        f.add(f"http://{host}/0", host)
+        runner.may_request = lambda: False                       # the page budget is spent
+    mono = [100.0]
+    monkeypatch.setattr(fetching, "time", SimpleNamespace(monotonic=lambda: mono[0]))
+    slept = []
+
+    def poll(timeout):
+        slept.append(timeout)
+        mono[0] += timeout
+        return []
+    runner.fetcher = SimpleNamespace(in_flight=0, poll=poll, submit=runner.fetcher.submit)
+    runner.last_turn = mono[0]
+
+    assert runner.drive(0.1) == 0
+    if case == "window ends":
+        assert slept == [pytest.approx(0.01), pytest.approx(0.01)]   # 20 ms: the window's end
+    else:
+        assert slept == [pytest.approx(0.01)]                          # one look, then a new plan
+        assert submitted == [] and f.pending == 1 and f.changed      # the URL went back to its queue

@@ -127,16 +127,18 @@ class BatchRunner:
         due = self._due
         if due and self.fetcher.in_flight < self.cfg.concurrency and (nxt is None or due[0][0] < nxt):
             nxt = due[0][0]
-        if self.gate is not None:
-            slot = self.gate.next_start(now)
+        gate = self.gate
+        if gate is not None:
+            slot = gate.next_change(now)          # the window's end, or the next one's start
             nxt = slot if nxt is None else min(nxt, slot)
         timeout = wait if nxt is None else max(0.0, min(wait, nxt - now))
-        gate = self.gate
-        end = time.monotonic() + timeout
+        end = now + timeout
+        frontier = self.frontier
         while True:
             # under phase slots a lease may arrive, and curl's select does not wake on an MPI
             # message: the rank looks for leases every lease_poll. Until an answer or a lease comes,
-            # or ``end``, nothing this turn planned can change, so it waits on without planning again
+            # a host's queue changes (a batch the turn ended gave its host back) or ``end``, the
+            # turn's plan holds, so it waits on without planning again
             t = time.monotonic()
             step = timeout if gate is None else max(0.0, min(end - t, gate.lease_poll))
             done = self.fetcher.poll(step)
@@ -147,7 +149,7 @@ class BatchRunner:
                 self.gaps.note(now, now - t - step)
             if not done and not self.fetcher.in_flight:
                 self._count_idle(now - t, t)
-            if gate is None or gate.take_leases(now) or done or now >= end:
+            if gate is None or gate.take_leases(now) or done or now >= end or frontier.changed:
                 break
         for r in done:
             self.on_answer(r, now)

@@ -185,6 +185,14 @@ class SlotGate:
         shared = self.clock.shared()
         return now + (self.pc.next_start(shared) - shared)
 
+    def next_change(self, now: float) -> float:
+        """Monotonic time at which what this rank may contact changes next: the end of the usable
+        window it is in (as of the last :meth:`update`), or else the next window's start."""
+        w = self.window
+        if w is None:
+            return self.next_start(now)
+        return now + (w[2] - self.clock.shared())
+
     def is_warm(self, slot_len: float) -> bool:
         return slot_len < self.pc.phase_seconds - 1e-9
 

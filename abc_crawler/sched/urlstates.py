@@ -364,6 +364,11 @@ class URLStates(Overflowing):
             self._marked.add(heapq.heappop(wh)[1])
 
     @property
+    def changed(self) -> bool:
+        """Some host's queue changed since the last schedule, which will visit it."""
+        return bool(self._marked)
+
+    @property
     def pending(self) -> int:
         """URLs not completed (IN_LIST or IN_PROGRESS, or waiting on disk)."""
         return self.n_in_list + self.n_in_progress + self.n_spilled
