@@ -443,49 +443,62 @@ def test_a_rank_under_slots_looks_for_leases_every_hundredth_of_its_slot(L, warm
     assert gate.admit(host) and gate.counters.leases == 1
 
 
+def _waiting_runner(monkeypatch, held_by, at, delay=0.0):
+    """Rank 1's fetch loop under 1 s phase slots (K = 2), in a slot of ``a.test`` held by rank
+    ``held_by``, at shared time ``at(start, end, phase_clock)``; its monotonic clock moves only
+    with its fetcher's polls, which ``w.slept`` records (``w.on_poll(n)``, when set, runs during
+    the n-th)."""
+    from abc_crawler.crawl import fetching
+
+    w = SimpleNamespace(host="a.test", comm=FakeComm(), slept=[], on_poll=None)
+    holders = HolderTable(2, 2)
+    pc = PhaseClock(1, 2, 2, 1.0, 0.005, origin=0.0)
+    w.slot = next(n for n in range(0, 200) if holders.holder(w.host, n) == held_by)
+    w.clock = FakeClock(at(*pc.bounds(w.slot), pc))
+    w.f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
+    w.gate = SlotGate(1, pc, holders, w.clock, w.comm.for_rank(1), w.f, RankCounters())
+    w.gate.update()
+    w.runner, w.submitted = _runner(w.gate, w.clock, w.f, w.f.hosts, delay=delay)
+    mono = [100.0]
+    monkeypatch.setattr(fetching, "time", SimpleNamespace(monotonic=lambda: mono[0]))
+
+    def poll(timeout):
+        w.slept.append(timeout)
+        mono[0] += timeout
+        if w.on_poll is not None:
+            w.on_poll(len(w.slept))
+        return []
+    w.runner.fetcher = SimpleNamespace(in_flight=0, poll=poll, submit=w.runner.fetcher.submit)
+    w.runner.last_turn = mono[0]
+    return w
+
+
 @pytest.mark.parametrize("lease_on_poll", [3, None])
 def test_a_rank_waiting_for_a_lease_polls_for_it_without_planning_its_turn_again(monkeypatch, lease_on_poll):
     """Between two looks for leases nothing the turn planned can change: it waits on in curl's
     select, looking for leases every 1 % of its slot, without scheduling its Bucket again, until a
     lease comes (it is taken at once, and the turn ends so that the next one uses it) or the turn's
     wait is over."""
-    from abc_crawler.crawl import fetching
+    w = _waiting_runner(monkeypatch, held_by=0, at=lambda a, b, pc: (a + b) / 2, delay=1.0)   # mid-slot
+    lease = f"{w.host}\t{w.slot}\t{w.clock.shared()!r}\t{w.clock.shared()!r}".encode()
 
-    host = "a.test"
-    comm = FakeComm()
-    holders = HolderTable(2, 2)
-    pc = PhaseClock(1, 2, 2, 1.0, 0.005, origin=0.0)
-    s = next(n for n in range(0, 200) if holders.holder(host, n) == 0)
-    a, b = pc.bounds(s)
-    clock = FakeClock((a + b) / 2)                       # mid-slot: the next slot is 0.5 s away
-    f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
-    gate = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, RankCounters())
-    gate.update()
-    runner, _ = _runner(gate, clock, f, f.hosts, delay=1.0)
-    mono = [100.0]                                       # the loop's monotonic clock, moved by the polls
-    monkeypatch.setattr(fetching, "time", SimpleNamespace(monotonic=lambda: mono[0]))
-    slept = []
-
-    def poll(timeout):
-        slept.append(timeout)
-        mono[0] += timeout
-        if len(slept) == lease_on_poll:                  # a lease arrives during this poll
-            comm.inbox[1] = [f"{host}\t{s}\t{clock.shared()!r}\t{clock.shared()!r}".encode()]
-        return []
-    runner.fetcher = SimpleNamespace(in_flight=0, poll=poll)
+    def arrive(n):
+        if n == lease_on_poll:                           # a lease arrives during this poll
+            w.comm.inbox[1] = [lease]
+    w.on_poll = arrive
+    runner, gate, slept = w.runner, w.gate, w.slept
     planned = []
     start = runner.start
     monkeypatch.setattr(runner, "start", lambda now: planned.append(now) or start(now))
-    runner.last_turn = mono[0]
 
     assert runner.drive(0.035) == 0
     assert len(planned) == 1                             # the turn was planned once
     if lease_on_poll is not None:
         assert slept == [pytest.approx(0.01)] * lease_on_poll
-        assert gate.admit(host) and gate.counters.leases == 1
+        assert gate.admit(w.host) and gate.counters.leases == 1
     else:
         assert slept == [pytest.approx(0.01)] * 3 + [pytest.approx(0.005)]
-        assert not gate.admit(host) and gate.counters.leases == 0
+        assert not gate.admit(w.host) and gate.counters.leases == 0
     assert runner.idle.total == pytest.approx(sum(slept))
 
 
@@ -495,37 +508,16 @@ def test_a_waiting_turn_is_planned_again_when_its_plan_may_change(monkeypatch, c
     usable window it is in (the guard band follows: the Bucket gives back what it may not send),
     and at the first look after a batch the turn ended gave URLs back to a host's queue (here:
     the page budget is spent), as it did when every look was a planned turn."""
-    from abc_crawler.crawl import fetching
+    if case == "window ends":                            # 20 ms before the usable window's end
+        w = _waiting_runner(monkeypatch, held_by=0, at=lambda a, b, pc: b - pc.guard_for(b - a) - 0.02)
+    else:                                                # rank 1 holds the host's slot
+        w = _waiting_runner(monkeypatch, held_by=1, at=lambda a, b, pc: (a + b) / 2)
+        w.f.add(f"http://{w.host}/0", w.host)
+        w.runner.may_request = lambda: False             # the page budget is spent
 
-    host = "a.test"
-    comm = FakeComm()
-    holders = HolderTable(2, 2)
-    pc = PhaseClock(1, 2, 2, 1.0, 0.005, origin=0.0)
-    rank = 1 if case == "host given back" else 0                 # rank 1 holds the host's slot
-    s = next(n for n in range(0, 200) if holders.holder(host, n) == rank)
-    a, b = pc.bounds(s)
-    hi = b - pc.guard_for(b - a)                                 # the usable window's end
-    clock = FakeClock(hi - 0.02 if case == "window ends" else (a + b) / 2)
-    f = Frontier(n_columns=5, n_rows=2, batch_urls=4, window=100, flush_seconds=0.0)
-    gate = SlotGate(1, pc, holders, clock, comm.for_rank(1), f, RankCounters())
-    runner, submitted = _runner(gate, clock, f, f.hosts, delay=0.0)
-    if case == "host given back":
-        f.add(f"http://{host}/0", host)
-        runner.may_request = lambda: False                       # the page budget is spent
-    mono = [100.0]
-    monkeypatch.setattr(fetching, "time", SimpleNamespace(monotonic=lambda: mono[0]))
-    slept = []
-
-    def poll(timeout):
-        slept.append(timeout)
-        mono[0] += timeout
-        return []
-    runner.fetcher = SimpleNamespace(in_flight=0, poll=poll, submit=runner.fetcher.submit)
-    runner.last_turn = mono[0]
-
-    assert runner.drive(0.1) == 0
+    assert w.runner.drive(0.1) == 0
     if case == "window ends":
-        assert slept == [pytest.approx(0.01), pytest.approx(0.01)]   # 20 ms: the window's end
+        assert w.slept == [pytest.approx(0.01), pytest.approx(0.01)]   # 20 ms: the window's end
     else:
-        assert slept == [pytest.approx(0.01)]                          # one look, then a new plan
-        assert submitted == [] and f.pending == 1 and f.changed      # the URL went back to its queue
+        assert w.slept == [pytest.approx(0.01)]                          # one look, then a new plan
+        assert w.submitted == [] and w.f.pending == 1 and w.f.changed  # the URL went back to its queue

@@ -180,18 +180,13 @@ class SlotGate:
             return 0.0, full             # it would likely be cut: the request waits for the next slot
         return budget, full
 
-    def next_start(self, now: float) -> float:
-        """Monotonic time at which the next usable window begins."""
-        shared = self.clock.shared()
-        return now + (self.pc.next_start(shared) - shared)
-
     def next_change(self, now: float) -> float:
         """Monotonic time at which what this rank may contact changes next: the end of the usable
         window it is in (as of the last :meth:`update`), or else the next window's start."""
+        shared = self.clock.shared()
         w = self.window
-        if w is None:
-            return self.next_start(now)
-        return now + (w[2] - self.clock.shared())
+        at = w[2] if w is not None else self.pc.next_start(shared)
+        return now + (at - shared)
 
     def is_warm(self, slot_len: float) -> bool:
         return slot_len < self.pc.phase_seconds - 1e-9
