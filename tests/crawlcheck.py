@@ -152,9 +152,8 @@ def read_log(path: Path) -> list[dict]:
 
 def check_outlinks(g, warc: dict, cfg: dict) -> None:
     """--warc-outlinks: the metadata record of each stored answer lists exactly the links graph.npz
-    has from its URL, kind by kind (L navigation, E embed, R redirect or refresh), each once; an answer
-    with links in the graph and no metadata record is one the session stood for by a 304 (--previous)
-    or a session written without outlinks."""
+    has from its URL, kind by kind (L navigation, E embed, R redirect or refresh), each once (a 304
+    to --previous too: its revisit lists the links the page keeps)."""
     from abc_crawler.web.parser import EMBED, NAV, REDIRECT, REFRESH
 
     letter = {NAV: "L", EMBED: "E", REDIRECT: "R", REFRESH: "R"}
@@ -167,7 +166,7 @@ def check_outlinks(g, warc: dict, cfg: dict) -> None:
         want = graph.get(uri, set())
         assert set(links) == want, ("outlinks: the metadata record is not the graph's links", uri,
                                     sorted(want - set(links))[:3], sorted(set(links) - want)[:3])
-    if cfg.get("warc", True) and cfg.get("warc_outlinks", False) and not cfg.get("previous"):
+    if cfg.get("warc", True) and cfg.get("warc_outlinks", False):
         missing = sorted(u for u in graph if u in warc["stored"] and u not in out)
         assert not missing, ("outlinks: answers with links and no metadata record", missing[:5])
     elif not cfg.get("warc_outlinks", False):

@@ -6,6 +6,9 @@ vector of session 1). The server's access log must show exactly the unchanged pa
 stored with a validator answered 304 (and they must be >= 90 % of the unchanged pages), every
 changed page fetched (200) and stored with its new body, no URL requested twice; and
 session 2's graph must equal the truth of the changed web (check_session recomputes everything).
+The first web has pages with every kind of requisite: a page or a style sheet answered 304 keeps
+its links as the kinds they were (a style sheet's images and imported sheets are still requested,
+and are requisites), and its revisit record has its metadata record of outlinks.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ CHANGED = 40
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
     d = tmp_path_factory.mktemp("recrawl-web")
-    generate(d, n_hosts=8, n_pages=420, seed=21)
+    generate(d, n_hosts=8, n_pages=420, seed=21, requisite_pages=4)
     return d
 
 
@@ -114,8 +117,23 @@ def _recrawl(web: Path, tmp: Path, ranks1: int, ranks2: int, *extra2: str, repar
     return s1, s2, facts
 
 
+def _links_by_kind(session: Path) -> set[tuple[str, str, int]]:
+    from abc_crawler.store.session import load_graph
+
+    g = load_graph(session)
+    return {(g.urls[s], g.urls[d], k) for s, d, k in zip(g.link_src.tolist(), g.link_dst.tolist(),
+                                                        g.link_kinds().tolist())}
+
+
 def test_recrawl_asks_conditionally_and_keeps_the_graph(web, tmp_path):
-    _recrawl(web, tmp_path, 2, 2)
+    s1, s2, facts = _recrawl(web, tmp_path, 2, 2)
+    # every link of session 1 is in session 2 as the same kind (changed pages only add links): a
+    # style sheet answered 304 keeps its url() and @import requisites, a page its embeds and refresh
+    links1, links2 = _links_by_kind(s1), _links_by_kind(s2)
+    assert {k for _, _, k in links1} >= {0, 1, 3}          # the web has navigation, embed and refresh links
+    assert links1 <= links2, sorted(links1 - links2)[:5]
+    css = {d for s, d, k in links1 if k == 1 and s.endswith(".css")}
+    assert css and facts["stats"]["not_modified"] > 0
 
 
 def test_recrawl_with_another_number_of_ranks_and_a_part_vector(tmp_path_factory, tmp_path):

@@ -127,6 +127,68 @@ def test_a_304_stands_for_the_earlier_page(tmp_path):
     assert warc.not_modified == 1
 
 
+def test_a_304_keeps_each_links_kind_and_a_style_sheets_requisites(tmp_path):
+    """The earlier graph's links keep their kinds through the share: a page answered 304 gives its
+    navigation links back as links, its requisites as embeds and its refresh target as a refresh;
+    a style sheet answered 304 (not a node) gives its url() and @import requisites; each revisit
+    record is followed by a metadata record of those outlinks, kind by kind; without requisites
+    (--no-page-requisites) the embeds are left out."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    from abc_crawler.web.parser import EMBED, NAV, REFRESH
+
+    h = "http://h.test"
+    urls = [f"{h}/", f"{h}/a.html", f"{h}/s.css", f"{h}/r.html", f"{h}/bg.png", f"{h}/base.css"]
+    d = tmp_path / "s1"
+    log = ValidatorLog()
+    warc = RankWarc(d, 0, on_page=log.on_page)
+    for i, u in enumerate(urls[:3]):
+        ctype = "text/css" if u.endswith(".css") else "text/html"
+        warc.write(Response(key=None, url=u, status=200, status_line="HTTP/1.1 200 OK",
+                            headers=[("Content-Type", ctype), ("ETag", f'"e{i}"')], body=b"x%d" % i,
+                            t_start=1_800_000_000.0 + i, request_headers=[("Host", "h.test")], ip="127.0.0.1"))
+    warc.close()
+    write_table(d, [log.to_bytes()])
+    g = SessionGraph.from_urls(urls, ranks=1)
+    g.url_rank[:3] = 0
+    g.url_status[:3] = 200
+    g.url_node[:2] = [0, 1]
+    g.node_url = np.array([0, 1], dtype=np.int32)
+    links = [(0, 1, NAV), (0, 2, EMBED), (0, 3, REFRESH), (2, 4, EMBED), (2, 5, EMBED)]
+    g.link_src = np.array([s for s, _, _ in links], np.int32)
+    g.link_dst = np.array([t for _, t, _ in links], np.int32)
+    g.link_kind = np.array([k for _, _, k in links], np.uint8)
+    save_graph(d, g)
+    share = PreviousShare.from_bytes(previous_shares(d, HashAssignment(1), 1, Scope())[0][0])
+    assert share.lookup(fingerprint(urls[2])).kinds == [EMBED, EMBED]
+    for requisites in (True, False):
+        c = RankCounters()
+        out = tmp_path / f"s2-{requisites}"
+        warc = RankWarc(out, 0)
+        links = LinkClassifier(Scope(), HashAssignment(1), 0, max_links_per_page=100, max_url_length=2048,
+                               max_path_depth=32, max_segment_repeats=3, links=c.links)
+        pages = PageProcessor(warc, links, c, max_redirects=5, max_inflated_bytes=1 << 20, previous=share,
+                              requisites=requisites)
+        status, _, node, nav, _, kind = pages.outcome(_resp(urls[0], b"", status=304), 0)
+        assert (status, node, kind) == (304, True, "")
+        assert [t[0] for t in nav] == [urls[1]] and [t[0] for t in pages.refresh] == [urls[3]]
+        assert [t[0] for t in pages.embeds] == ([urls[2]] if requisites else [])
+        status, _, node, nav, _, kind = pages.outcome(_resp(urls[2], b"", status=304), 0)
+        assert (status, node, nav, kind) == (304, False, [], "status_304")
+        assert [t[0] for t in pages.embeds] == (urls[4:] if requisites else [])
+        warc.close()
+        meta = {}
+        for f in sorted((out / "warc").glob("*.warc.gz")):
+            with open(f, "rb") as fh:
+                for rec in ArchiveIterator(fh):
+                    if rec.rec_type == "metadata":
+                        meta[rec.rec_headers.get_header("WARC-Target-URI")] = rec.content_stream().read().decode()
+        e = " E\r\n"
+        assert meta[urls[0]] == (f"outlink: {urls[1]} L\r\n" + (f"outlink: {urls[2]}{e}" if requisites else "")
+                                 + f"outlink: {urls[3]} R\r\n")
+        assert meta.get(urls[2]) == (f"outlink: {urls[4]}{e}outlink: {urls[5]}{e}" if requisites else None)
+
+
 class _Rec:
     """What the WARC writer hands ValidatorLog.on_page for one stored page."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..net.fetcher import Response
 from ..sched.limits import InflateError, inflate
-from ..web.parser import charset_of, css_links, extract_links, header_links, is_css, is_html
+from ..web.parser import EMBED, NAV, REDIRECT, REFRESH, charset_of, css_links, extract_links, header_links, is_css, is_html
 from ..net.sitemaps import MAX_INDEX_DEPTH, read_sitemap
 from ..web.urls import fingerprint, scheme_of
 from ..store.validators import PreviousShare, ValidatorLog
@@ -232,9 +232,28 @@ class PageProcessor:
         c.bytes += prev.body_bytes
         if self.validators is not None:
             self.validators.expect_not_modified(r.url, prev)
-        self.warc.write_not_modified(r, prev.payload_url, prev.payload_date, prev.digest)
+        nav = self._earlier_links(r.url, prev)
+        self.warc.write_not_modified(r, prev.payload_url, prev.payload_date, prev.digest,
+                                     self._outlinks(nav, 0) if self.outlinks else "")
         self.digest, self.stored_as = prev.digest, "revisit"
-        if not prev.node:
-            return r.status, prev.body_bytes, False, [], 0, "status_304"
+        if not prev.node:              # a style sheet keeps its requisites, a non-HTML page its Link header's links
+            return r.status, prev.body_bytes, False, nav, 0, "status_304"
         c.nodes += 1
-        return r.status, prev.body_bytes, True, self.links.targets(r.url, None, prev.links), 0, ""
+        return r.status, prev.body_bytes, True, nav, 0, ""
+
+    def _earlier_links(self, url: str, prev) -> list[Target]:
+        """The links the earlier session found on ``url``, by the kind it found them as: navigation
+        links (returned), requisites (:attr:`embeds`; none with ``--no-page-requisites``) and
+        refresh targets (:attr:`refresh`) — what fetching the page again would have given."""
+        if not prev.links:
+            return []
+        if not any(prev.kinds):                    # navigation links only (and any page of a session before kinds)
+            return self.links.targets(url, None, prev.links)
+        by_kind: dict[int, list[str]] = {}
+        for u, k in zip(prev.links, prev.kinds):
+            by_kind.setdefault(k, []).append(u)
+        if self.requisites and EMBED in by_kind:
+            self.embeds = self.links.targets(url, None, by_kind[EMBED], requisite=True)
+        if REFRESH in by_kind:
+            self.refresh = self.links.targets(url, None, by_kind[REFRESH])
+        return self.links.targets(url, None, by_kind.get(NAV, []) + by_kind.get(REDIRECT, []))

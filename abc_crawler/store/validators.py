@@ -279,6 +279,9 @@ class PreviousPage(NamedTuple):
     body_bytes: int
     node: bool
     links: list[str]
+    #: the kind of each of ``links`` (:data:`abc_crawler.web.parser.NAV`, ``EMBED``, ``REDIRECT``,
+    #: ``REFRESH``), as the earlier session's graph has it
+    kinds: list[int]
 
     def conditional_headers(self) -> tuple[tuple[str, str], ...]:
         """``If-None-Match`` and/or ``If-Modified-Since`` with the validators the server sent."""
@@ -304,6 +307,7 @@ class PreviousShare:
         self.node = np.asarray(arrays["node"], dtype=bool)
         self.link_off = np.asarray(arrays["link_off"], dtype=np.int64)
         self.link_idx = np.asarray(arrays["link_idx"], dtype=np.int64)
+        self.link_kind = np.asarray(arrays["link_kind"], dtype=np.uint8)
         self.link_urls = unpack_strings(arrays["link_urls_blob"], arrays["link_urls_off"])
         self.seeds = unpack_strings(arrays["seeds_blob"], arrays["seeds_off"])
 
@@ -326,7 +330,7 @@ class PreviousShare:
         if i < 0:
             return ()
         s = self.strings
-        return PreviousPage(s["etag"][i], s["last_modified"][i], "", "", "", 0, False, []).conditional_headers()
+        return PreviousPage(s["etag"][i], s["last_modified"][i], "", "", "", 0, False, [], []).conditional_headers()
 
     def lookup(self, fp: int) -> PreviousPage | None:
         """The earlier answer of the URL with fingerprint ``fp``, or None."""
@@ -338,20 +342,23 @@ class PreviousShare:
         urls = self.link_urls
         return PreviousPage(s["etag"][i], s["last_modified"][i], s["digest"][i], s["payload_url"][i],
                             s["payload_date"][i], int(self.body_bytes[i]), bool(self.node[i]),
-                            [urls[j] for j in self.link_idx[a:b].tolist()])
+                            [urls[j] for j in self.link_idx[a:b].tolist()], self.link_kind[a:b].tolist())
 
 
-def _share_bytes(rows: np.ndarray, cols: dict, node: np.ndarray, links: list[list[int]], graph_urls: list[str],
-                 seeds: list[str]) -> bytes:
-    """One rank's share (rows of the table, sorted by fingerprint) as ``.npz`` bytes."""
+def _share_bytes(rows: np.ndarray, cols: dict, node: np.ndarray, links: list[list[tuple[int, int]]],
+                 graph_urls: list[str], seeds: list[str]) -> bytes:
+    """One rank's share (rows of the table, sorted by fingerprint) as ``.npz`` bytes; ``links``: per
+    row, its links as (URL-table row, kind)."""
     local: dict[int, int] = {}
-    idx, off = [], [0]
+    idx, kinds, off = [], [], [0]
     for i in rows.tolist():
-        for u in links[i]:
+        for u, k in links[i]:
             idx.append(local.setdefault(u, len(local)))
+            kinds.append(k)
         off.append(len(idx))
     arrays = {"fp": cols["fp"][rows], "body_bytes": cols["body_bytes"][rows], "node": node[rows],
-              "link_off": np.array(off, dtype=np.int64), "link_idx": np.array(idx, dtype=np.int32)}
+              "link_off": np.array(off, dtype=np.int64), "link_idx": np.array(idx, dtype=np.int32),
+              "link_kind": np.array(kinds, dtype=np.uint8)}
     for c in _SHARE_STR:
         arrays[f"{c}_blob"], arrays[f"{c}_off"] = pack_strings([cols[c][i] for i in rows.tolist()])
     arrays["link_urls_blob"], arrays["link_urls_off"] = pack_strings([graph_urls[u] for u in local])
@@ -383,14 +390,15 @@ def previous_shares(session_dir: str | os.PathLike, assignment, ranks: int, scop
     usable = np.array([(s == 200 or nm) and bool(e or lm) and bool(f) for s, nm, e, lm, f in zip(
         cols["status"].tolist(), cols["not_modified"].tolist(), cols["etag"], cols["last_modified"],
         cols["file"])], dtype=bool) if n else np.zeros(0, bool)
-    # the page's graph row: node or not, and its links (URL-table rows)
+    # the page's graph row: node or not, and its links (URL-table rows) with their kinds: a page's
+    # navigation links, requisites and refresh targets, and a style sheet's requisites (not a node)
     row_of = {fp: i for i, fp in enumerate(g.url_fp.tolist())}
     grow = np.array([row_of.get(fp, -1) for fp in cols["fp"].tolist()], dtype=np.int64)
     node = np.array([r >= 0 and g.url_node[r] >= 0 for r in grow.tolist()], dtype=bool)
-    by_src: dict[int, list[int]] = {}
-    for s, d in zip(g.link_src.tolist(), g.link_dst.tolist()):
-        by_src.setdefault(s, []).append(d)
-    links = [by_src.get(r, []) if nd else [] for r, nd in zip(grow.tolist(), node.tolist())]
+    by_src: dict[int, list[tuple[int, int]]] = {}
+    for s, d, k in zip(g.link_src.tolist(), g.link_dst.tolist(), g.link_kinds().tolist()):
+        by_src.setdefault(s, []).append((d, k))
+    links = [by_src.get(r, []) for r in grow.tolist()]
     owner = np.array([assignment.owner(u, fp) for u, fp in zip(cols["url"], cols["fp"].tolist())], dtype=np.int64)
     seeds: list[list[str]] = [[] for _ in range(ranks)]
     for i in np.flatnonzero(g.url_rank < 0).tolist():

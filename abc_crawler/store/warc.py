@@ -424,15 +424,16 @@ class RankWarc:
         self._queue((r, date, dig, first, None, outlinks), len(body))
         return first is not None
 
-    def write_not_modified(self, r: Response, payload_url: str, payload_date: str, digest: str) -> None:
+    def write_not_modified(self, r: Response, payload_url: str, payload_date: str, digest: str,
+                           outlinks: str = "") -> None:
         """A ``304`` answer to a conditional request: a ``server-not-modified`` revisit record that
         refers to the record holding the payload (``payload_url`` at ``payload_date``, payload digest
-        ``digest``, ``"sha1:BASE32"``)."""
+        ``digest``, ``"sha1:BASE32"``); ``outlinks``: as for :meth:`write` (the links the page keeps)."""
         ref = (payload_url, payload_date, digest)
         if not self.enabled:
             self._placed(r, _iso(r.t_start), None, None, ref, -1, 0)
             return
-        self._queue((r, _iso(r.t_start), None, None, ref, ""), 0)
+        self._queue((r, _iso(r.t_start), None, None, ref, outlinks), 0)
 
     def _queue(self, item: tuple, nbytes: int) -> None:
         pending = self._pending
