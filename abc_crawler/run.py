@@ -394,7 +394,9 @@ def _write_session(cfg, crawler: RankCrawler, summaries: list[dict], wall: float
         "assignment": assignment.describe(),
         "stopped": stopped,
         "per_rank": per_rank,
-        "exchange": {"supersteps": crawler.superstep, **sums["exchange"]},
+        # the supersteps' exchanges and the last one, at the end (its index is crawler.superstep): the
+        # rows of exchange.npz's step_* arrays, and the final /metrics snapshot's
+        "exchange": {"supersteps": crawler.superstep + 1, **sums["exchange"]},
         "imbalance": {
             "storage_pct": round(imbalance_pct([s["bytes"] for s in summaries]), 4),
             "request_pct": round(imbalance_pct([s["requests"] for s in summaries]), 4),

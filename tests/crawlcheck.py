@@ -246,8 +246,9 @@ def recompute_metrics(session: Path) -> dict:
 
     with np.load(session / "exchange.npz") as z:
         rows = z["rows"]
+        steps = z["step_volume"].shape[0]
     return {"volume_bytes": volume, "messages_thesis": messages_thesis, "messages_mpi": int(rows.shape[0]),
-            "wire_bytes": int(rows[:, 3].sum()) if rows.size else 0,
+            "wire_bytes": int(rows[:, 3].sum()) if rows.size else 0, "supersteps": steps,
             "storage_pct": imb(w_bytes), "request_pct": imb(w_req), "owners": owners, "graph": g}
 
 
@@ -435,7 +436,7 @@ def check_session(web_dir: Path, session: Path, log=None, complete: bool = True,
     assert sum(c["revisit"] for c in recs.values()) == stats["duplicates"] + stats.get("not_modified", 0)
     # metrics recomputed from files equal stats.json exactly
     ex = stats["exchange"]
-    for key in ("volume_bytes", "messages_thesis", "messages_mpi", "wire_bytes"):
+    for key in ("volume_bytes", "messages_thesis", "messages_mpi", "wire_bytes", "supersteps"):
         assert ex[key] == m[key], ("metrics: stats.json differs from the recomputed figure", key, ex[key], m[key])
     for key in ("storage_pct", "request_pct"):
         assert stats["imbalance"][key] == round(m[key], 4), ("metrics: imbalance", key, stats["imbalance"][key], m[key])
