@@ -14,7 +14,7 @@ from ..net.fetcher import Response
 from ..sched.limits import InflateError, inflate
 from ..web.parser import EMBED, NAV, REDIRECT, REFRESH, charset_of, css_links, extract_links, header_links, is_css, is_html
 from ..net.sitemaps import MAX_INDEX_DEPTH, read_sitemap
-from ..web.urls import fingerprint, scheme_of
+from ..web.urls import encode_query, fingerprint, query_codec, scheme_of
 from ..store.validators import PreviousShare, ValidatorLog
 from ..store.warc import RankWarc
 from .counters import RankCounters
@@ -134,6 +134,9 @@ class PageProcessor:
             if not parsed.ok:
                 c.errors["unparsable_html"] += 1
                 return r.status, nbytes, False, [], 0, "unparsable_html"
+            codec = query_codec(parsed.charset)
+            if codec is not None:                  # not UTF-8: its links' queries in its encoding, as a browser's
+                _queries_in(parsed, codec)
             c.nodes += 1
             c.links["nofollow"] += len(parsed.nofollow)
             nav = self.links.targets(r.url, parsed.base, parsed.links + parsed.related)
@@ -257,3 +260,14 @@ class PageProcessor:
         if REFRESH in by_kind:
             self.refresh = self.links.targets(url, None, by_kind[REFRESH])
         return self.links.targets(url, None, by_kind.get(NAV, []) + by_kind.get(REDIRECT, []))
+
+
+def _queries_in(parsed, codec: str) -> None:
+    """The references of a page in encoding ``codec`` (not UTF-8) with their queries' non-ASCII
+    characters percent-encoded in it (:func:`abc_crawler.web.urls.encode_query`)."""
+    for name in ("links", "related", "embeds", "refresh"):
+        hrefs = getattr(parsed, name)
+        if hrefs and not all(h.isascii() for h in hrefs):
+            setattr(parsed, name, [encode_query(h, codec) for h in hrefs])
+    if parsed.base is not None:
+        parsed.base = encode_query(parsed.base, codec)

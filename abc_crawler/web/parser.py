@@ -227,6 +227,7 @@ class ParsedPage:
     embeds: list[str] = field(default_factory=list)      # requisites, in document order
     related: list[str] = field(default_factory=list)     # <link rel=canonical|alternate|next|prev>
     refresh: list[str] = field(default_factory=list)     # <meta http-equiv=refresh> targets
+    charset: str | None = None          # the page's encoding: a BOM's, the header's, its first <meta>'s
 
 
 _PARSERS: dict[str, etree.HTMLParser] = {}
@@ -548,7 +549,8 @@ def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool 
     """
     if not body or not body.strip():
         return ParsedPage(ok=False)
-    if body[:3] == b"\xef\xbb\xbf" or body[:2] in (b"\xff\xfe", b"\xfe\xff"):
+    bom = body[:3] == b"\xef\xbb\xbf" or body[:2] in (b"\xff\xfe", b"\xfe\xff")
+    if bom:
         encoding = None                        # a byte-order mark wins over the header
     parser, walk = _sax_parser(encoding, requisites)
     walk.reset(requisites)
@@ -556,18 +558,24 @@ def extract_links(body: bytes, encoding: str | None = None, *, requisites: bool 
         etree.fromstring(body, parser)
     except (etree.ParserError, ValueError):
         return ParsedPage(ok=False)
+    page = None
     if walk.style_at:                          # <style> elements: their text from the bytes
         texts = _style_texts(body, encoding, walk)
         if texts is None:
-            return _tree_walk(body, encoding, requisites)
-        embeds, merged, done = walk.embeds, [], 0     # each style's links where it was met
-        for at, text in zip(walk.style_at, texts):
-            merged += embeds[done:at]
-            done = at
-            if text:
-                merged += css_links(text)
-        merged += embeds[done:]
-        walk.embeds = merged
+            page = _tree_walk(body, encoding, requisites)
+        else:
+            embeds, merged, done = walk.embeds, [], 0     # each style's links where it was met
+            for at, text in zip(walk.style_at, texts):
+                merged += embeds[done:at]
+                done = at
+                if text:
+                    merged += css_links(text)
+            merged += embeds[done:]
+            walk.embeds = merged
     elif walk.empty():                         # nothing found: was there an element at all? The tree says
-        return _tree_walk(body, encoding, requisites)
-    return walk.page()
+        page = _tree_walk(body, encoding, requisites)
+    page = page or walk.page()
+    # the page's encoding, for its links' queries: a byte-order mark's, the header's, else the first
+    # one the page declares (abc_crawler.web.urls.query_codec)
+    page.charset = "utf-8" if bom else encoding or next((c for c in walk.charsets if c), None)
+    return page

@@ -25,10 +25,13 @@ True
 """
 from __future__ import annotations
 
+import codecs
+from functools import lru_cache
+
 import ada_url
 import xxhash
 
-__all__ = ["canonicalize", "fingerprint", "host_of", "scheme_of", "UrlError"]
+__all__ = ["canonicalize", "fingerprint", "host_of", "scheme_of", "UrlError", "query_codec", "encode_query"]
 
 _xxh = xxhash.xxh3_64_intdigest
 
@@ -122,6 +125,79 @@ def canonicalize_reference(href: str, base: str | None = None) -> str | None:
     if "?" in url or "%" in url:
         url = canonicalize_url(url)
     return url
+
+
+#: Python's codec for the encodings the WHATWG Encoding Standard reads under another one's name
+#: (its labels ``ascii``, ``latin1``, ``iso-8859-1`` are windows-1252, ``shift_jis`` is Windows'
+#: superset, and so on)
+_WHATWG_CODEC = {"ascii": "cp1252", "iso8859-1": "cp1252", "iso8859-9": "cp1254", "tis-620": "cp874",
+                 "shift_jis": "cp932", "gb2312": "gbk", "euc_kr": "cp949"}
+
+
+@lru_cache(maxsize=64)
+def query_codec(charset: str | None) -> str | None:
+    """The codec a page in ``charset`` encodes its links' queries in, or None for UTF-8.
+
+    A browser parses a page's links with the page's encoding (the WHATWG URL parser's *encoding*):
+    the path and the fragment are always UTF-8, but the query of an ``http(s)`` URL is encoded in the
+    page's encoding — UTF-8 for a UTF-8 or UTF-16 page — so a link ``?q=été`` on a windows-1252 page
+    asks ``?q=%E9t%E9``. None also for a charset Python does not know (read as UTF-8).
+
+    >>> query_codec("UTF-8"), query_codec("utf-16le"), query_codec("Windows-1252"), query_codec("latin1")
+    (None, None, 'cp1252', 'cp1252')
+    >>> query_codec("Shift_JIS"), query_codec("koi8-r"), query_codec("x-no-such")
+    ('cp932', 'koi8-r', None)
+    """
+    if not charset:
+        return None
+    try:
+        name = codecs.lookup(charset.strip()).name
+    except (LookupError, ValueError):
+        return None
+    if name.startswith("utf"):                    # utf-8, utf-16(-le/-be), utf-32: UTF-8 queries
+        return None
+    return _WHATWG_CODEC.get(name, name)
+
+
+#: ASCII bytes an encoded character may leave as they are in a query (the WHATWG special-query
+#: percent-encode set is C0 controls, space, ``"``, ``#``, ``'``, ``<``, ``>`` and every byte above 0x7E)
+_QUERY_KEEP = frozenset(b for b in range(0x21, 0x7F) if b not in b"\"#'<>")
+
+
+def encode_query(href: str, codec: str | None) -> str:
+    """``href`` with the non-ASCII characters of its query percent-encoded in ``codec`` (the page's
+    :func:`query_codec`), as a browser reads a link of that page; a character the codec cannot encode
+    becomes its HTML character reference, percent-encoded (``%26%23NNNN%3B``), as a browser sends it.
+    The rest is left to the URL parser (UTF-8). A ``href`` that is ASCII, or has no query, is
+    returned as it is.
+
+    >>> encode_query("/s?q=été#é", "cp1252"), encode_query("/s?q=日", "cp932"), encode_query("/s?q=日", "cp1252")
+    ('/s?q=%E9t%E9#é', '/s?q=%93%FA', '/s?q=%26%2326085%3B')
+    >>> encode_query("/café?q=1", "cp1252"), encode_query("/s?q=été", None)
+    ('/café?q=1', '/s?q=été')
+    """
+    if codec is None or href.isascii():
+        return href
+    q = href.find("?")
+    if q < 0:
+        return href
+    end = href.find("#", q)
+    end = len(href) if end < 0 else end
+    query = href[q + 1:end]
+    if query.isascii():
+        return href
+    out = []
+    for ch in query:
+        if ch.isascii():
+            out.append(ch)
+            continue
+        try:
+            data = ch.encode(codec)
+        except UnicodeEncodeError:
+            out.append(f"%26%23{ord(ch)}%3B")
+            continue
+        out.append("".join(chr(b) if b in _QUERY_KEEP else f"%{b:02X}" for b in data))
+    return f"{href[:q + 1]}{''.join(out)}{href[end:]}"
 
 
 def fingerprint(url: str) -> int:
