@@ -265,7 +265,8 @@ def derived_exchange(session: Path, owners=None, graph=None) -> dict:
     owner(v) ≠ r, the first superstep of r's pages linking v; each row counts those URLs.
 
     A URL's line is the URL and a newline, but it carries the redirects that led to it when there
-    were some (``abc_crawler/web/urlline.py``: ``URL\\tHOPS``, and ``\\tDEPTH`` under ``--max-depth``).
+    were some (``abc_crawler/web/urlline.py``: ``URL\\tHOPS``, and ``\\tDEPTH`` under ``--max-depth``),
+    and the hop letter of a requisite or a refresh target (``URL\\tHOPS\\tDEPTH\\tE``, empty zeros).
     How many redirects a line carries is the sender's knowledge (its page may have been reached by a
     redirect, and by a plain link), not recorded in the session, so the bytes are bounded: at least
     the URLs' own lines, at most those plus the fields a redirect target (any target, under
@@ -279,9 +280,12 @@ def derived_exchange(session: Path, owners=None, graph=None) -> dict:
     kinds = g.link_kind if getattr(g, "link_kind", None) is not None else np.zeros(len(g.link_src), np.uint8)
     first: dict[tuple[int, int], int] = {}
     redirected: set[int] = set()
+    flagged: set[int] = set()                  # found as a requisite or a refresh target: may carry its letter
     for u, v, kind in zip(g.link_src.tolist(), g.link_dst.tolist(), kinds.tolist()):
         if kind == 2:
             redirected.add(v)
+        elif kind in (1, 3):
+            flagged.add(v)
         r = int(g.url_rank[u])
         if r < 0 or int(owners[v]) == r:
             continue
@@ -292,6 +296,8 @@ def derived_exchange(session: Path, owners=None, graph=None) -> dict:
     for (r, v), st in first.items():
         line = len(g.urls[v].encode()) + 1
         extra = depth_w + hops_w if depth_w else (hops_w if v in redirected else 0)
+        if v in flagged:                        # "\tHOPS\tDEPTH\tE", HOPS and DEPTH possibly empty
+            extra = hops_w + (depth_w or 1) + 2
         row = rows[(st, r, int(owners[v]))]
         row[0] += 1
         row[1] += line

@@ -176,7 +176,7 @@ def test_discovery_paths_and_vias(crawled):
     redirected = [x for x in lines if x["path"].endswith("R")]
     assert redirected
     for x in redirected:
-        assert re.fullmatch(r"[LM]?R+", x["path"]), x["line"]
+        assert re.fullmatch(r"[LEM]?R+", x["path"]), x["line"]
         if x["via"] != "-":
             assert any(300 <= v["status"] < 400 for v in by_url[x["via"]]), x["line"]
 

@@ -104,6 +104,21 @@ def test_eight_ranks_store_every_requisite_once_and_the_graph_equals_the_truth_k
                 if rec.rec_type in ("response", "revisit"):
                     stored[rec.rec_headers.get_header("WARC-Target-URI")] += 1
     assert all(stored[u] == 1 for u in css + style)
+    # the crawl log: a URL found only as a requisite is logged E, only as a refresh target R, on
+    # whichever of the 8 ranks crawls it (the hop letter travels with a URL sent to its owner)
+    incoming: dict[str, set[int]] = defaultdict(set)
+    for s, d, k in zip(g.link_src.tolist(), g.link_dst.tolist(), g.link_kinds().tolist()):
+        incoming[g.urls[d]].add(k)
+    paths = {}
+    for f in sorted((session / "logs" / "crawl").glob("*.log")):
+        for line in f.read_text().splitlines():
+            x = line.split()
+            paths.setdefault(x[3], x[4])
+    only = {k: {u for u, ks in incoming.items() if ks == {k} and u in paths} for k in (EMBED, REFRESH)}
+    owners = {int(g.url_rank[i]) for i, u in enumerate(g.urls) if u in only[EMBED]}
+    assert len(only[EMBED]) > 20 and len(owners) == 8 and only[REFRESH]
+    assert {u: paths[u] for u in only[EMBED] if paths[u] != "E"} == {}
+    assert {u: paths[u] for u in only[REFRESH] if paths[u] != "R"} == {}
 
 
 def test_no_page_requisites_fetches_none(web, tmp_path):

@@ -155,20 +155,25 @@ _url = st.builds(lambda p: "http://a.test/" + p, st.text(alphabet="abc/%?=&._-~"
 
 
 @settings(max_examples=500, deadline=None)
-@given(_url, st.integers(0, 50), st.integers(0, 10_000), st.booleans())
-@example("http://a.test/", 0, 0, False)
-def test_url_lines_round_trip(url, hops, depth, sitemap):
-    line = encode_line(url, hops, depth, sitemap)
+@given(_url, st.integers(0, 50), st.integers(0, 10_000), st.booleans(),
+       st.sampled_from([None, ord("L"), ord("-"), ord("E"), ord("R"), ord("M")]))
+@example("http://a.test/", 0, 0, False, None)
+def test_url_lines_round_trip(url, hops, depth, sitemap, hop):
+    """A line gives back what was sent: the hop letter of a requisite, a refresh or a sitemap's URL
+    (a link's, a seed's are not sent: the owner reads a line without one as a link)."""
+    line = encode_line(url, hops, depth, sitemap, hop)
     assert "\n" not in line
-    assert decode_line(line) == (url, hops, depth, sitemap)
-    if not (hops or depth or sitemap):
+    sent = hop if hop in (ord("E"), ord("R"), ord("M")) and not sitemap else None
+    assert decode_line(line) == (url, hops, depth, sitemap, sent)
+    if not (hops or depth or sitemap or sent):
         assert line == url                  # a plain URL costs no byte more than before
 
 
 def test_url_lines_written_before_depth_and_sitemaps_read_the_same():
-    assert decode_line("http://a.test/x") == ("http://a.test/x", 0, 0, False)
-    assert decode_line("http://a.test/x\t3") == ("http://a.test/x", 3, 0, False)
-    for bad in ("http://a.test/\t1\t2\tx", "http://a.test/\tz", "http://a.test/\t1\t2\ts\t9", "u\t-1"):
+    assert decode_line("http://a.test/x") == ("http://a.test/x", 0, 0, False, None)
+    assert decode_line("http://a.test/x\t3") == ("http://a.test/x", 3, 0, False, None)
+    for bad in ("http://a.test/\t1\t2\tx", "http://a.test/\tz", "http://a.test/\t1\t2\ts\t9", "u\t-1",
+                "http://a.test/\t\t\tL", "http://a.test/\t\t\tEE", "http://a.test/\t\t\t"):
         with pytest.raises(ValueError):
             decode_line(bad)
 

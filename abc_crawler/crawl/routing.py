@@ -99,7 +99,7 @@ class Router:
                     ref = self.discovery.referrer(via) if via else -1
                 self.admit_local(url, fp, hops, depth, sitemap, hop, ref)
             else:
-                self.outbox[r].append(encode_line(url, hops, depth, sitemap))
+                self.outbox[r].append(encode_line(url, hops, depth, sitemap, hop))
         c = self.counters
         c.volume += volume
         rep.volume += volume
@@ -137,7 +137,7 @@ class Router:
                         ref = refs[via] = self.discovery.referrer(via)
                 self.admit_local(url, fp, hops, depth, sitemap, hop, ref)
             else:
-                self.outbox[r].append(encode_line(url, hops, depth, sitemap))
+                self.outbox[r].append(encode_line(url, hops, depth, sitemap, hop))
         self._maybe_spill()
 
     def route_sitemaps(self, targets: list[Target], level: int, via: str | None = None,
@@ -158,7 +158,7 @@ class Router:
             self.counters.links["over_host_limit"] += 1
             return
         if what == "defer":
-            self.quotas.defer(host, (url, fp, hops, depth, sitemap))
+            self.quotas.defer(host, (url, fp, hops, depth, sitemap, hop))
             return
         self._admit(url, fp, host, st, hops, depth, sitemap, hop, via)
 
@@ -171,8 +171,8 @@ class Router:
             if host in q.full:
                 self.counters.links["over_host_limit"] += q.drop_all(host)
                 continue
-            for url, fp, hops, depth, sitemap in q.take(host, quota - st.admitted):
-                self._admit(url, fp, host, st, hops, depth, sitemap)
+            for url, fp, hops, depth, sitemap, *hop in q.take(host, quota - st.admitted):   # (no hop: a checkpoint's
+                self._admit(url, fp, host, st, hops, depth, sitemap, *hop)                # of an earlier version)
 
     def _admit(self, url: str, fp: int, host: str, st, hops: int, depth: int, sitemap: bool,
                hop: int | None = None, via: int = -1) -> None:
@@ -193,14 +193,14 @@ class Router:
         for line in data.decode().split("\n"):
             if not line:
                 continue
-            url, h, depth, sitemap = decode_line(line)
+            url, h, depth, sitemap, hop = decode_line(line)
             fp = fingerprint(url)
             new = self.seen.add(fp)
             if not new:
                 if new is None:
-                    self.pending.append((url, fp, self.rank, h, depth, sitemap, None, None))
+                    self.pending.append((url, fp, self.rank, h, depth, sitemap, hop, None))
                 continue
-            self.admit_local(url, fp, h, depth, sitemap)
+            self.admit_local(url, fp, h, depth, sitemap, hop)
         self.resolve()
 
     def path_via(self, idx: int | None) -> tuple[str, str]:
