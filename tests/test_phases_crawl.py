@@ -170,3 +170,36 @@ def test_start_threshold_never_keeps_a_slow_host_out_of_a_whole_slot():
             assert t >= 2 * ht                                 # otherwise it waits for the next slot
 
     check()
+
+
+def test_a_crawl_delay_past_the_cap_gives_the_host_up_on_every_rank_and_the_crawl_ends(tmp_path):
+    """Two hosts ask a Crawl-delay of 5 s, past --max-crawl-delay: their URLs, spread over both
+    ranks by the hash assignment, are given up without a request (crawl_delay_too_long) and the
+    crawl ends "done". Such a host's rest fits no phase slot: the URLs of a rank that had to be
+    granted a slot for them waited for one for ever, until the stall watchdog stopped the crawl."""
+    d = tmp_path / "cdweb"
+    m = generate(d, n_hosts=4, n_pages=80, seed=5, crawl_delay_hosts=2, crawl_delay=5.0)
+    slow = {h.split(":")[0] for h, v in m["robots"].items() if v["crawl_delay"] == 5.0}
+    assert len(slow) == 2
+    session = tmp_path / "s"
+    with serve(d, max_seconds=200) as srv:
+        r = crawl_cli(2, d, session, "--phase-seconds", "0.5", "--max-crawl-delay", "0.1", "--no-stats",
+                      "--stall-seconds", "20", "--time-limit", "150", timeout=200)
+        rows = srv.rows()
+    assert r.returncode == 0, r.stderr[-3000:]
+    stats = json.loads((session / "stats.json").read_text())
+    assert stats["stopped"] == "done", stats["stopped"]
+    # no page of those hosts was asked, only their robots.txt
+    assert {x["path"] for x in rows if x["host"].split(":")[0] in slow} == {"/robots.txt"}
+    from abc_crawler.store.session import load_graph
+    from abc_crawler.web.ownership import HashAssignment
+    from abc_crawler.web.urls import host_of
+
+    g = load_graph(session)
+    gone = [i for i, u in enumerate(g.urls) if host_of(u).split(":")[0] in slow]
+    assert gone and {g.kind_of(i) for i in gone} == {"crawl_delay_too_long"}
+    # (and their /sitemap.xml files, which are not pages: not in the graph)
+    sitemaps = sum(1 for h in slow if f"http://{h}:{m['port']}/" in (d / "seeds.txt").read_text().split())
+    assert stats["errors"]["crawl_delay_too_long"] == len(gone) + sitemaps, (stats["errors"], len(gone), sitemaps)
+    owner = HashAssignment(2)
+    assert {owner.owner(g.urls[i]) for i in gone} == {0, 1}        # both ranks had URLs of them

@@ -258,6 +258,12 @@ class BatchRunner:
         host = b.host
         h = self.robots.get(host)
         st = self.hosts[host]
+        if (h.state == "dead" or st.dead) and b.robots_next is None:
+            # given up without a request: no rest to wait, no slot to hold (a Crawl-delay past
+            # --max-crawl-delay fits no slot: the URLs would wait for one for ever)
+            self._give_up_dead(b, "host_unreachable" if st.dead else h.reason)
+            self._batch_done(b, now)
+            return
         if st.next_at > now and (b.todo or b.robots_next is not None):
             self._wake(b, st.next_at)            # the host's rest after this rank's last request
             return
@@ -276,15 +282,8 @@ class BatchRunner:
                 return
         self._stamp(b, limit, full, now)
         b.addr = addr
-        if h.state == "dead" or st.dead:
-            kind = "host_unreachable" if st.dead else h.reason   # e.g. robots_unavailable, address_refused
-            for idx in b.todo:
-                url = self.frontier.url(idx)
-                self.router.record_given_up(idx, url, kind)
-                self.lines.given_up(idx, url, kind)
-                self.frontier.complete(idx, stalled=True)
-                self.counters.errors[kind] += 1
-            b.todo = []
+        if h.state == "dead" or st.dead:      # (the host died during a robots.txt redirect chain)
+            self._give_up_dead(b, "host_unreachable" if st.dead else h.reason)
         elif self.robots.needs_fetch(host, now):
             url0 = self.frontier.url(b.todo[0]) if b.todo else None
             if url0 is not None:
@@ -324,11 +323,25 @@ class BatchRunner:
             self._submit(b, (FetchKind.PAGE, host), url, limit, headers=(
                 self.previous.conditional_headers(fingerprint(url)) if self.previous is not None else ()))
             return
-        # batch done: the element rests in TIMEWAIT what is left of the host's rest
-        del self.batches[host]
-        self.frontier.finish(b.element, now, max(0.0, st.next_at - now))
+        self._batch_done(b, now)
+
+    def _batch_done(self, b: Batch, now: float) -> None:
+        """The batch is done: its element rests in TIMEWAIT what is left of the host's rest."""
+        del self.batches[b.host]
+        self.frontier.finish(b.element, now, max(0.0, self.hosts[b.host].next_at - now))
         if self.gate is not None:
-            self.gate.batch_done(host)
+            self.gate.batch_done(b.host)
+
+    def _give_up_dead(self, b: Batch, kind: str) -> None:
+        """The batch's URLs given up, counted as ``kind`` (e.g. robots_unavailable, address_refused,
+        crawl_delay_too_long, host_unreachable): its host will not be contacted."""
+        for idx in b.todo:
+            url = self.frontier.url(idx)
+            self.router.record_given_up(idx, url, kind)
+            self.lines.given_up(idx, url, kind)
+            self.frontier.complete(idx, stalled=True)
+            self.counters.errors[kind] += 1
+        b.todo = []
 
     def _end_unheld(self, b: Batch, now: float) -> None:
         """The gate refused the batch's next request (the host's slot is over, or too little of this
