@@ -67,7 +67,7 @@ def _common(ap: argparse.ArgumentParser) -> None:
                     f"{DEFAULT_EXACT_MAX})")
     ap.add_argument("--log2m", type=int, default=DEFAULT_LOG2M, metavar="B",
                     help=f"HyperBall: 2^B registers per counter, 4..16 (default {DEFAULT_LOG2M}: standard error "
-                    f"{1.04 / 2 ** (DEFAULT_LOG2M / 2):.1%})")
+                    f"{100 * 1.04 / 2 ** (DEFAULT_LOG2M / 2):.1f}%%)")
     ap.add_argument("--seed", type=int, default=0, help="HyperBall's hash seed (default 0)")
     ap.add_argument("--link-kinds", default="all", metavar="KINDS",
                     help=f"the links the graph is made of: all (default, as Common Crawl's graphs) or a comma-"

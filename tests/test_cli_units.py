@@ -190,3 +190,30 @@ def test_a_crawl_from_a_seed_url_with_regex_filters_and_its_log_files(tmp_path):
     first = [row for row in rows2 if row["path"] not in ("/robots.txt", "/sitemap.xml")][0]
     assert f"http://{first['host']}:{first.get('port', m['port'])}{first['path']}" == seed, (first, seed)
     assert "DEBUG" in (s2 / "logs" / "rank-00000.log").read_text()
+
+
+def _scripts() -> list[list[str]]:
+    """Every command pyproject.toml installs, and each subcommand of those that have them."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    names = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    out = [[n] for n in names]
+    for cmd in names:
+        text = subprocess.run([str(BIN / cmd), "--help"], capture_output=True, text=True, timeout=60).stdout
+        m = re.search(r"\{([a-z,-]+)\}", text.split("\n\n")[0])      # argparse's {sub,commands} in the usage
+        subs = m.group(1).split(",") if m else []
+        if re.search(r"^usage: \S+ .*COMMAND \.\.\.", text, re.M):     # a metavar: the list under it
+            subs = re.findall(r"^    ([a-z][a-z-]*)  ", text, re.M)
+        out += [[cmd, sub] for sub in subs]
+    return out
+
+
+def test_every_command_and_subcommand_prints_its_help():
+    """``--help`` of every command and subcommand prints its usage and exits 0 (a help text with a bare
+    % made argparse's formatting raise: abc-graph export --help ended in a traceback)."""
+    cmds = _scripts()
+    assert ["abc-graph", "export"] in cmds and ["abc-graph", "rank"] in cmds
+    for cmd in cmds:
+        p = subprocess.run([str(BIN / cmd[0]), *cmd[1:], "--help"], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and "usage:" in p.stdout and "Traceback" not in p.stderr, (cmd, p.stderr[-800:])
