@@ -203,3 +203,28 @@ def test_a_crawl_delay_past_the_cap_gives_the_host_up_on_every_rank_and_the_craw
     assert stats["errors"]["crawl_delay_too_long"] == len(gone) + sitemaps, (stats["errors"], len(gone), sitemaps)
     owner = HashAssignment(2)
     assert {owner.owner(g.urls[i]) for i in gone} == {0, 1}        # both ranks had URLs of them
+
+
+def test_a_retry_after_holds_the_host_for_every_rank(tmp_path):
+    """Each URL of a host answers its first request 503 with Retry-After: 2; its URLs are spread
+    over 4 ranks that take turns at the host in 1 s phase slots. After each 503, no rank asks the
+    host again before the Retry-After is over (the back-off travels to every rank at the next
+    exchange: the host's next holder waits for it too). Before, only the rank that got the 503
+    waited, and the next holder asked at its slot's start."""
+    d = tmp_path / "flaky"
+    m = generate(d, n_hosts=3, n_pages=60, seed=6, hostile={"flaky": {"fail_first": 1, "retry_after": 2}})
+    flaky = m["expected_hostile"]["hosts"][0].split(":")[0]
+    session = tmp_path / "s"
+    with serve(d, max_seconds=200) as srv:
+        r = crawl_cli(4, d, session, "--phase-seconds", "1.0", "--politeness-delay", "0.5", "--max-retries", "2",
+                      "--no-stats", "--time-limit", "150", timeout=200)
+        rows = srv.rows()
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads((session / "stats.json").read_text())["stopped"] == "done"
+    mine = sorted((x for x in rows if x["host"].split(":")[0] == flaky and x["path"] != "/robots.txt"),
+                  key=lambda x: x["t_start"])
+    failed = [x for x in mine if x["status"] == 503]
+    assert len(failed) == 3 and len({x["rank"] for x in mine}) >= 2      # /, /p1.html, /p2.html on several ranks
+    early = [(a["path"], a["rank"], b["path"], b["rank"], round(b["t_start"] - a["t_write"], 3))
+             for a in failed for b in mine if a["t_start"] < b["t_start"] and b["t_start"] - a["t_write"] < 2.0 - 0.02]
+    assert not early, early

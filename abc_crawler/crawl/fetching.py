@@ -101,6 +101,9 @@ class BatchRunner:
         self._due: list[tuple[float, int, str]] = []   # (next_at, seq, host): batches waiting for their rest
         self._seq = 0
         self.robots_out: list[tuple[str, int, bytes]] = []   # answers to share with every rank
+        # back-offs of shared hosts (Retry-After, a failure's back-off) to tell every rank: "host\tuntil"
+        # on the shared clock, so the host's next holder waits for them too
+        self.holds_out: list[str] = []
         self.idle = IdleTimes()
         self.gaps = LoopGaps(clock)             # when the loop stood still: for slot cuts and stats.json
         self.last_turn = time.monotonic()
@@ -343,6 +346,15 @@ class BatchRunner:
             self.counters.errors[kind] += 1
         b.todo = []
 
+    def receive_holds(self, data: bytes, now: float) -> None:
+        """Back-offs another rank met on shared hosts (:attr:`holds_out`): this rank sends those hosts
+        nothing before them either, when their slots come to it."""
+        shared = self.clock.shared()
+        for line in data.decode().split("\n"):
+            host, _, until = line.partition("\t")
+            if host and until:
+                self.frontier.hold_off(host, now + (float(until) - shared), now)
+
     def _end_unheld(self, b: Batch, now: float) -> None:
         """The gate refused the batch's next request (the host's slot is over, or too little of this
         rank's run of slots is left for a request and the rest it would owe): the URLs not asked go
@@ -414,7 +426,10 @@ class BatchRunner:
             self.counters.errors[f"retried_{r.error or r.status}"] += 1
             self.frontier.release(idx)
             self._give_back(b)                   # the host backs off: the rest of the batch waits too
-            self.frontier.hold_off(host, now + max(delay, self._rest(host, r.t_end - r.t_start)), now)
+            until = now + max(delay, self._rest(host, r.t_end - r.t_start))
+            self.frontier.hold_off(host, until, now)
+            if delay > 0 and self.gate is not None and not self.gate.exclusive(host):
+                self.holds_out.append(f"{host}\t{self.clock.shared() + (until - now)!r}")
             self.advance(b, now)
             return
         if action == "dead_host":

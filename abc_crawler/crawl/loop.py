@@ -336,7 +336,7 @@ class RankCrawler:
         for src, data in enumerate(ex.shared_in):
             if not data:
                 continue
-            robots, work, quota, stall, addr, queued = unframe(data, 6)
+            robots, work, quota, stall, addr, queued, holds = unframe(data, 7)
             self._work_of[src] = int(queued or 0)
             self.quotas.receive(src, quota, admitted)     # this rank's own report too
             stall_parts.append(stall)
@@ -346,6 +346,8 @@ class RankCrawler:
                     self.robots.adopt(host, st, body, now)
                 if work and self.gate is not None:
                     self.gate.receive_work(src, work)
+                if holds:
+                    self.runner.receive_holds(holds, now)
         self.router.settle_quotas()
         self.groups.agree(addresses)                      # the same groups on every rank, from now on
         self.stall.judge(int(ex.status[_S["asked"]]), int(ex.status[_S["work"]]), int(ex.status[_S["stall"]]),
@@ -385,8 +387,10 @@ class RankCrawler:
                             self.gate.announce() if self.gate is not None else b"",
                             self.quotas.report(lambda host: self.hosts[host].admitted),
                             self.stall.part(), self.groups.announce(),
-                            str(self.frontier.pending).encode() if cfg.max_pages is not None else b"")
+                            str(self.frontier.pending).encode() if cfg.max_pages is not None else b"",
+                            "\n".join(runner.holds_out).encode())
             runner.robots_out = []
+            runner.holds_out = []
             g = self._exchange(status, shared)
             self.crawl_log.tick()
             r0 = self.rank0

@@ -74,6 +74,10 @@ class SlotGate:
     def _table_holder(self, key: str, slot: int) -> int:
         return self.holders.holder_of_group(key, self._members(key), slot)
 
+    def exclusive(self, host: str) -> bool:
+        """``host`` is contacted by this rank alone (no other rank needs to know its back-offs)."""
+        return self._exclusive(host)
+
     def _exclusive(self, host: str) -> bool:
         """``host`` is contacted by this rank alone (its group's pages all here): never gated.
         Computed once per version of the groups (kept in the host's record); while the host moves

@@ -74,7 +74,11 @@ response times. Why it cannot starve a host: ``--phase-seconds`` (auto by defaul
 for the longest rest a host can owe plus a request (a longer Crawl-delay skips the host), so every
 held slot lets its holder send at least one request once its own rest is over; a host with queued
 work is therefore fetched within its rest plus one rotation of its holders, and a holder with
-nothing queued hands its slot to a rank that announced work.
+nothing queued hands its slot to a rank that announced work. A back-off is longer than a rest (a
+``Retry-After`` of up to 60 s, a failure's back-off) and may outlast the run: the rank that met it
+tells every rank at the next exchange (the host, and until when on the shared clock), and each holds
+the host off as well. The news travels within a superstep (0.5 s by default), less than the rest
+(1 s by default) the holder leaves between the answer and its run's end.
 
 Examples
 --------
