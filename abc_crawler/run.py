@@ -62,11 +62,18 @@ def _utc() -> str:
 def _resume_config(resume: str, overrides: dict, ranks: int, config_file: str | list[str] | None = None) -> tuple[CrawlConfig, dict]:
     """Rank 0: the settings of the session to resume (a ``--config`` file and flags given now win) and its manifest."""
     sd = Path(resume)
+    if sd.exists() and not sd.is_dir():
+        raise AbcError(f"{sd}: not a directory (--resume takes a session directory)")
     try:
         manifest = read_json(sd / "manifest.json")
     except FileNotFoundError:
         raise AbcError(f"{sd}: no manifest.json on {platform.node()} (rank 0's host): not a session directory, "
                        "or rank 0 of the session ran on another host") from None
+    except (OSError, ValueError) as exc:        # cut short (a full disk), not JSON, unreadable
+        raise AbcError(f"{sd / 'manifest.json'}: cannot be read ({exc}): the session cannot be resumed") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("config"), dict):
+        raise AbcError(f"{sd / 'manifest.json'}: has no settings (\"config\"): not the manifest of an abc-crawl "
+                       "session, or a damaged one; the session cannot be resumed")
     if manifest.get("ranks") != ranks:
         raise AbcError(f"{sd}: the session ran on {manifest.get('ranks')} ranks; resume it with mpiexec -n "
                        f"{manifest.get('ranks')} (this run has {ranks})")

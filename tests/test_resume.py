@@ -141,6 +141,29 @@ def test_resume_refuses_another_number_of_ranks(web, tmp_path):
     assert "ran on 2 ranks; resume it with mpiexec -n 2" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("damage, says", [
+    ("file", "not a directory"),
+    ("empty", "manifest.json: cannot be read"),
+    ("cut", "manifest.json: cannot be read"),
+    ("no-config", "has no settings"),
+])
+def test_resume_refuses_a_file_or_a_damaged_manifest_in_one_line(tmp_path, damage, says):
+    """--resume on a regular file, or on a session whose manifest.json was cut short (a full disk)
+    or lost its settings: one line naming the file, status 2, no traceback."""
+    target = tmp_path / "s"
+    if damage == "file":
+        target.write_text("not a session\n")
+    else:
+        target.mkdir()
+        text = {"empty": "", "cut": '{"format": 1, "ranks": 1, "config": {"seeds": "x", "po',
+                "no-config": '{"format": 1, "ranks": 1, "stopped": "running"}'}[damage]
+        (target / "manifest.json").write_text(text)
+    r = subprocess.run([MPIEXEC, "-n", "1", str(BIN / "abc-crawl"), "--resume", str(target)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and says in r.stderr and str(target) in r.stderr, r.stderr[-1500:]
+    assert "Traceback" not in r.stderr
+
+
 def test_checkpoint_state_is_versioned_plain_data():
     """The checkpoint holds plain data with a version; counters survive the round trip exactly; a
     state of another version is refused with a message that says what to do."""

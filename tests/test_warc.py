@@ -375,3 +375,37 @@ def test_the_content_seen_table_remembers_first_records_exactly(tmp_path):
         assert back.get(d) == old.get(d) == seen.get(d)
     with pytest.raises(ValueError):
         seen.add(b"short", "http://h.test/", "2030")
+
+
+def test_a_session_renamed_after_its_checkpoint_resumes_with_the_files_it_began(tmp_path):
+    """The WARC files are named after the session's directory when they begin. A resume after the
+    directory was renamed keeps that name: the files begun after the checkpoint are removed (their
+    pages are fetched again, not stored twice), the current one is cut back, and every file's index
+    is its own. (Before, the resume looked for files of the new name only: the old ones begun after
+    the checkpoint stayed, and the current file's index was made under the new name.)"""
+    from abc_crawler.store.cdxj import index_lines, index_path
+
+    old, new = tmp_path / "orig", tmp_path / "renamed"
+    w = RankWarc(old, 0, max_bytes=600)
+    for i in range(3):
+        w.write(_resp(f"http://h.test/{i}", b"x%d" % i * 200))
+    w.flush()
+    ck = w.checkpoint()
+    for i in range(3, 7):                               # files begun after the checkpoint
+        w.write(_resp(f"http://h.test/{i}", b"y%d" % i * 200))
+    w.close()
+    old.rename(new)
+    w = RankWarc(new, 0, max_bytes=600)
+    w.restore(ck)
+    w.write(_resp("http://h.test/late", b"late"))
+    w.close()
+    names = sorted(p.name for p in (new / "warc").glob("*.warc.gz"))
+    assert names and all(n.startswith("orig-rank-00000-") for n in names), names
+    assert not list((new / "warc").glob("renamed-*"))
+    uris = []
+    for n in names:
+        f = new / "warc" / n
+        with open(f, "rb") as fh:
+            uris += [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh) if r.rec_type == "response"]
+        assert index_path(f).read_text().splitlines() == sorted(x.rstrip("\n") for x in index_lines(f)), n
+    assert uris == [f"http://h.test/{i}" for i in range(3)] + ["http://h.test/late"]

@@ -519,7 +519,7 @@ class RankWarc:
         files = list(self.closed) + ([(self.name, self._size)] if self._fh is not None else [])
         return {"offset": self._size if self._fh is not None else 0, "files": files, "seq": self.seq,
                 "seen": self._seen.as_plain(), "records": self.records, "revisits": self.revisits,
-                "not_modified": self.not_modified}
+                "not_modified": self.not_modified, "prefix": self.prefix}
 
     def restore(self, ck: dict) -> None:
         """Go back to a checkpoint: the current file is cut back to its size then, files begun after it
@@ -535,17 +535,23 @@ class RankWarc:
             self._fh.close()
             self._fh = None
         files = [tuple(f) for f in ck["files"]]
+        # the session's files keep the name they began with, though its directory was renamed since
+        # (the files of a checkpoint before the prefix was saved name it too)
+        first = parse_warc_name(files[0][0]) if files else None
+        self.prefix = ck.get("prefix") or (first[0] if first is not None else self.prefix)
         self.seq = ck["seq"]
         current = files[-1] if files and parse_warc_name(files[-1][0])[2] == self.seq else None
         self.closed = files[:-1] if current is not None else files
         for p in self.dir.glob(f".{self.prefix}-rank-{self.rank:05d}-*.tmp"):
             p.unlink()                 # an index being written when the rank was killed
-        for p in self.dir.glob(f"{self.prefix}-rank-{self.rank:05d}-*"):
+        kept = {name for name, _ in files}
+        for p in self.dir.glob(f"*-rank-{self.rank:05d}-*"):
             parsed = parse_warc_name(p.name.replace(".cdxj", ".warc.gz"))
-            if parsed is not None and parsed[2] >= self.seq:
-                if current is not None and p.name == current[0]:
-                    continue
-                p.unlink()             # begun after the checkpoint (a WARC file or its index)
+            if parsed is None or parsed[1] != self.rank or p.name.replace(".cdxj", ".warc.gz") in kept:
+                continue
+            if parsed[0] != self.prefix or parsed[2] >= self.seq:
+                p.unlink()             # begun after the checkpoint (a WARC file or its index), or under the
+                                       # directory's new name since (as this writer's first file was)
         for name, _ in self.closed:
             if not index_path(self.dir / name).exists():
                 write_index(self.dir / name, index_lines(self.dir / name))
