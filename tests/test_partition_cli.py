@@ -138,6 +138,20 @@ def test_bad_input_exit_2(session, capsys, tmp_path, args, msg):
     assert len(lines) == 1 and lines[0].startswith("abc-repartition: error:") and msg in lines[0], err
 
 
+def test_a_graph_cut_short_is_refused_in_one_line(session, capsys, tmp_path):
+    """A graph.npz cut short (a full disk, a copy stopped): one line naming it, status 2."""
+    import shutil
+
+    s = tmp_path / "cut"
+    shutil.copytree(session, s)
+    data = (s / "graph.npz").read_bytes()
+    (s / "graph.npz").write_bytes(data[:len(data) // 2])
+    rc, out, err = run(capsys, str(s), "--parts", "2")
+    lines = err.strip().splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("abc-repartition: error:"), err
+    assert "graph.npz" in lines[0] and "Traceback" not in err
+
+
 def test_console_script(tmp_path):
     exe = shutil.which("abc-repartition") or str(Path(sys.executable).with_name("abc-repartition"))
     if not os.path.exists(exe):

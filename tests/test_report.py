@@ -312,6 +312,7 @@ def test_relative_part_vector_path_and_remapped_crawl(sessions, tmp_path):
     ("bad stats.json", ["{s}"], "stats.json: unreadable"),
     ("no exchange key", ["{s}"], "missing exchange.volume_bytes"),
     ("bad graph.npz", ["{s}"], "graph.npz: unreadable"),
+    ("cut graph.npz", ["{s}"], "graph.npz: unreadable"),
     (None, ["{s}", "--against", "{tmp}/nope"], "no such session directory"),
     (None, ["{s}", "--parts", "2,x"], "--parts"),
     (None, ["{s}", "--parts", "0"], "--parts"),
@@ -332,6 +333,9 @@ def test_bad_input_exits_2_with_one_line(sessions, capsys, tmp_path, setup, args
         atomic_write_json(s / "stats.json", st)
     elif setup == "bad graph.npz":
         (s / "graph.npz").write_bytes(b"not a zip")
+    elif setup == "cut graph.npz":                    # a zip cut short (a full disk, a copy stopped)
+        data = (s / "graph.npz").read_bytes()
+        (s / "graph.npz").write_bytes(data[:len(data) // 2])
     rc, out, err = run(capsys, *[a.format(s=s, tmp=tmp_path) for a in args])
     assert rc == 2
     lines = err.strip().splitlines()

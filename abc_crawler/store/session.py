@@ -19,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+import zipfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
@@ -244,6 +245,13 @@ def load_graph(session_dir: str | os.PathLike) -> SessionGraph:
         p = p / "graph.npz"
     if not p.exists():
         raise FileNotFoundError(f"{p}: no graph.npz (is this a session directory?)")
+    try:
+        return _read_graph(p)
+    except (zipfile.BadZipFile, EOFError, KeyError) as exc:      # cut short, or not one
+        raise ValueError(f"{p}: not a readable graph.npz ({type(exc).__name__}: {exc})") from None
+
+
+def _read_graph(p: Path) -> SessionGraph:
     with np.load(p, allow_pickle=False) as z:
         version = int(z["format"])
         if version != FORMAT_VERSION:
