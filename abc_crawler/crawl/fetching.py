@@ -16,7 +16,7 @@ from ..net.fetcher import Fetcher, Response
 from ..sched.ipgroups import Groups
 from ..sched.politeness import rest_after
 from ..sched.frontier import Element, Frontier
-from ..net.robots import SHARE_MAX_BYTES, RobotsCache, redirect_target, robots_url
+from ..net.robots import RobotsCache, robots_url
 from ..web.urls import fingerprint
 from .counters import IdleTimes, LoopGaps, RankCounters
 from .attempts import AttemptLog, tries
@@ -26,6 +26,7 @@ from .discovery import SITEMAP
 from .links import LinkClassifier
 from .pages import PageProcessor
 from .routing import Router
+from .robotsfetch import RobotsFetching
 from .slots import SlotGate
 from ..sched.phases import CUT_SLOW
 from ..store import logs
@@ -71,8 +72,10 @@ class Batch:
     redirects: int = 0            # robots.txt redirects followed so far (the crawl log's discovery path)
 
 
-class BatchRunner:
+class BatchRunner(RobotsFetching):
     """The batches in flight of one rank and what becomes of their answers."""
+
+    ROBOTS_KEY = FetchKind.ROBOTS      # the fetcher key's kind of a robots.txt request (RobotsFetching)
 
     def __init__(self, cfg, frontier: Frontier, fetcher: Fetcher, robots: RobotsCache, gate: SlotGate | None,
                  counters: RankCounters, pages: PageProcessor, router: Router, clock,
@@ -101,9 +104,6 @@ class BatchRunner:
         self._due: list[tuple[float, int, str]] = []   # (next_at, seq, host): batches waiting for their rest
         self._seq = 0
         self.robots_out: list[tuple[str, int, bytes]] = []   # answers to share with every rank
-        # back-offs of shared hosts (Retry-After, a failure's back-off) to tell every rank: "host\tuntil"
-        # on the shared clock, so the host's next holder waits for them too
-        self.holds_out: list[str] = []
         self.idle = IdleTimes()
         self.gaps = LoopGaps(clock)             # when the loop stood still: for slot cuts and stats.json
         self.last_turn = time.monotonic()
@@ -346,14 +346,15 @@ class BatchRunner:
             self.counters.errors[kind] += 1
         b.todo = []
 
-    def receive_holds(self, data: bytes, now: float) -> None:
-        """Back-offs another rank met on shared hosts (:attr:`holds_out`): this rank sends those hosts
-        nothing before them either, when their slots come to it."""
-        shared = self.clock.shared()
-        for line in data.decode().split("\n"):
-            host, _, until = line.partition("\t")
-            if host and until:
-                self.frontier.hold_off(host, now + (float(until) - shared), now)
+    def _back_off(self, b: Batch, r: Response, delay: float, now: float) -> None:
+        """A retry's back-off: the batch's other URLs go back and the host rests ``delay`` (at least its
+        rest), on every rank that crawls it (:meth:`SlotGate.tell_hold`); then the batch goes on or ends."""
+        self._give_back(b)                       # the host backs off: the rest of the batch waits too
+        until = now + max(delay, self._rest(b.host, r.t_end - r.t_start))
+        self.frontier.hold_off(b.host, until, now)
+        if delay > 0 and self.gate is not None:
+            self.gate.tell_hold(b.host, until - now)
+        self.advance(b, now)
 
     def _end_unheld(self, b: Batch, now: float) -> None:
         """The gate refused the batch's next request (the host's slot is over, or too little of this
@@ -425,12 +426,7 @@ class BatchRunner:
             self.counters.retries += 1
             self.counters.errors[f"retried_{r.error or r.status}"] += 1
             self.frontier.release(idx)
-            self._give_back(b)                   # the host backs off: the rest of the batch waits too
-            until = now + max(delay, self._rest(host, r.t_end - r.t_start))
-            self.frontier.hold_off(host, until, now)
-            if delay > 0 and self.gate is not None and not self.gate.exclusive(host):
-                self.holds_out.append(f"{host}\t{self.clock.shared() + (until - now)!r}")
-            self.advance(b, now)
+            self._back_off(b, r, delay, now)
             return
         if action == "dead_host":
             st.dead = True                       # given up: its other URLs are counted, not fetched
@@ -440,72 +436,6 @@ class BatchRunner:
         self.frontier.complete(idx)
         self.process(r, idx, notes)
         self._rested(b, r, now)
-
-    def _on_robots(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
-        host = b.host
-        b.side_fetch = False
-        self.lines.robots(r, b.redirects, b.via, cause)
-        st = self.hosts[host]
-        if cause is not None:                    # the slot ended first: ask again in the host's next slot
-            if cause == CUT_SLOW:
-                st.robots_cuts += 1
-            if cause != CUT_SLOW or st.robots_cuts < self.cfg.max_slot_cuts:
-                self.robots.forget(host)
-                self._rested(b, r, now)
-                return
-            self.counters.errors["robots_slot_too_short"] += 1   # and on as a timeout (back-off)
-        st.robots_cuts = 0
-        if r.error is None and 300 <= r.status < 400 and self._robots_redirect(b, r, now):
-            return
-        self.robots.on_response(host, r.status if r.error is None else 0, r.body, now, error=r.error)
-        if self.cfg.sitemaps and r.error is None:    # its Sitemap lines, from the rank that fetched it
-            self.router.route_sitemaps(self.links.sitemap_targets(r.url, self.robots.take_sitemaps(host)), 0,
-                                       via=r.url)
-        if (self.share_robots and r.error is None and 200 <= r.status < 500
-                and len(r.body) <= SHARE_MAX_BYTES and host not in self.own_hosts):
-            self.robots_out.append((host, r.status, r.body))
-        if r.error is not None:
-            self.counters.errors[f"robots_{r.error}"] += 1
-        elif r.status >= 500:
-            self.counters.errors["robots_5xx"] += 1
-        self._rested(b, r, now)
-
-    def _robots_redirect(self, b: Batch, r: Response, now: float) -> bool:
-        """Follow a robots.txt redirect (RFC 9309: up to five, to another scheme or host in scope);
-        False when the chain ends here (the 3xx then means "unavailable")."""
-        host = b.host
-        nxt = self.robots.next_hop(host, redirect_target(r.url, r.header("location"), self.links.host_in_scope))
-        if nxt is None:
-            self.counters.errors["robots_redirect_unfollowed"] += 1
-            return False
-        # the next hop is a request like any other: after the host's rest, within a held slot
-        st = self.hosts[host]
-        st.next_at = now + self._rest(host, r.t_end - r.t_start)
-        b.robots_next = nxt
-        b.via, b.redirects = r.url, b.redirects + 1
-        self._wake(b, st.next_at)
-        return True
-
-    def _robots_hop(self, b: Batch, now: float) -> bool:
-        """Ask the next hop of a robots.txt redirect chain, if one waits (False: none does)."""
-        nxt = b.robots_next
-        if nxt is None:
-            return False
-        host = b.host
-        limit = full = None
-        if self.gate is not None:
-            limit, full = self.gate.request_limit(host, max(self.cfg.politeness_delay, self.cfg.ip_politeness_delay))
-            if limit == 0.0:                     # the slot is over: ask again in the host's next slot
-                b.robots_next = None
-                self.robots.forget(host)
-                return False
-        b.robots_next = None
-        self._stamp(b, limit, full, now)
-        b.addr = self.groups.spacing_address(host)
-        b.side_fetch = True
-        b.asked += 1
-        self._submit(b, (FetchKind.ROBOTS, host), nxt, limit)
-        return True
 
     def _on_sitemap(self, b: Batch, r: Response, cause: str | None, now: float) -> None:
         """A sitemap file's answer: the URLs it lists enter the crawl as seeds do (not links)."""
@@ -522,7 +452,21 @@ class BatchRunner:
                 self.frontier.release(idx)
                 self._rested(b, r, now)
                 return
-            r.error = kind_                      # given up (a sitemap file is not retried)
+            r.error = kind_                      # given up (a sitemap file is not retried after cuts)
+        else:
+            # a 429, a 503 or a transient failure: asked again after its back-off (Retry-After wins),
+            # as a page is (its failures are not the host's: a sitemap file never kills a host)
+            action, delay = after_answer(r.error, r.status, r.header("retry-after") if r.error is None else None,
+                                         self.frontier.attempts_of(idx), 0, max_retries=self.cfg.max_retries,
+                                         host_max_failures=self.cfg.host_max_failures,
+                                         backoff=self.cfg.retry_backoff_seconds)
+            if action == "retry":
+                self.lines.answer(r, idx, [*notes, "retry"])
+                self.frontier.count_retry(idx)
+                self.counters.errors[f"sitemap_retried_{r.error or r.status}"] += 1
+                self.frontier.release(idx)
+                self._back_off(b, r, delay, now)
+                return
         self.lines.answer(r, idx, notes)
         self.frontier.complete(idx)
         pages, files, level = self.pages.sitemap_outcome(r, self.frontier.depth_of(idx))

@@ -346,8 +346,8 @@ class RankCrawler:
                     self.robots.adopt(host, st, body, now)
                 if work and self.gate is not None:
                     self.gate.receive_work(src, work)
-                if holds:
-                    self.runner.receive_holds(holds, now)
+                if holds and self.gate is not None:
+                    self.gate.receive_holds(holds, now)
         self.router.settle_quotas()
         self.groups.agree(addresses)                      # the same groups on every rank, from now on
         self.stall.judge(int(ex.status[_S["asked"]]), int(ex.status[_S["work"]]), int(ex.status[_S["stall"]]),
@@ -388,9 +388,10 @@ class RankCrawler:
                             self.quotas.report(lambda host: self.hosts[host].admitted),
                             self.stall.part(), self.groups.announce(),
                             str(self.frontier.pending).encode() if cfg.max_pages is not None else b"",
-                            "\n".join(runner.holds_out).encode())
+                            "\n".join(self.gate.holds_out).encode() if self.gate is not None else b"")
             runner.robots_out = []
-            runner.holds_out = []
+            if self.gate is not None:
+                self.gate.holds_out = []
             g = self._exchange(status, shared)
             self.crawl_log.tick()
             r0 = self.rank0

@@ -55,6 +55,7 @@ class SlotGate:
         self.clock = clock
         self.comm = comm
         self.frontier = frontier
+        self.holds_out: list[str] = []        # back-offs to tell every rank (tell_hold)
         self.hosts = frontier.hosts      # per host, and per group key: a group's lease and release
         self.counters = counters
         self.handover = handover
@@ -74,9 +75,21 @@ class SlotGate:
     def _table_holder(self, key: str, slot: int) -> int:
         return self.holders.holder_of_group(key, self._members(key), slot)
 
-    def exclusive(self, host: str) -> bool:
-        """``host`` is contacted by this rank alone (no other rank needs to know its back-offs)."""
-        return self._exclusive(host)
+    def tell_hold(self, host: str, seconds: float) -> None:
+        """``host`` backs off ``seconds`` from now (a Retry-After, a failure's back-off), which may
+        outlast this rank's run of its slots: every rank is told at the next exchange
+        (:attr:`holds_out`, ``host\tuntil`` on the shared clock), so its next holder waits too."""
+        if not self._exclusive(host):
+            self.holds_out.append(f"{host}\t{self.clock.shared() + seconds!r}")
+
+    def receive_holds(self, data: bytes, now: float) -> None:
+        """Back-offs another rank met (:meth:`tell_hold`): this rank sends those hosts nothing
+        before their end either, when their slots come to it."""
+        shared = self.clock.shared()
+        for line in data.decode().split("\n"):
+            host, _, until = line.partition("\t")
+            if host and until:
+                self.frontier.hold_off(host, now + (float(until) - shared), now)
 
     def _exclusive(self, host: str) -> bool:
         """``host`` is contacted by this rank alone (its group's pages all here): never gated.
