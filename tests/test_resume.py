@@ -83,6 +83,10 @@ def test_resume_loses_and_duplicates_nothing(web, tmp_path, how):
     assert facts["stats"]["requests"] == len(facts["manifest"]["expected"]["requested"])
     again = facts["log"]["once"]["answers"] - facts["log"]["once"]["pages"]
     assert again < facts["log"]["once"]["pages"]
+    # robots.txt answers add up over the runs too (the resume fetches them again): more than the
+    # second run's, at most both runs'
+    robots = [sum(1 for x in rows if x["path"] == "/robots.txt") for rows in (run1, run2)]
+    assert robots[1] < facts["stats"]["robots_fetches"] <= sum(robots), (robots, facts["stats"]["robots_fetches"])
 
 
 def test_kill9_with_rotated_warc_files_then_resume(web, tmp_path):

@@ -95,6 +95,9 @@ def capture(crawler, log_len: int) -> dict:
         "quotas": crawler.quotas.as_plain(),
         "elapsed": time.monotonic() - crawler.t0, "cpu_s": crawler.cpu_seconds(),
         "warc": crawler.warc.checkpoint(), "connections": crawler.fetcher.connections,
+        # counters kept outside RankCounters: robots.txt answers (fetched, adopted, redirects) and idle time
+        "robots_counts": [crawler.robots.fetches, crawler.robots.adopted, crawler.robots.redirects],
+        "idle": vars(crawler.runner.idle).copy(),
         "journal": r0.journal.flush() if r0 is not None and r0.journal is not None else 0,
     }
 
@@ -149,6 +152,10 @@ def restore(crawler, superstep: int) -> None:
     crawler.t0 = time.monotonic() - st["elapsed"]
     crawler.cpu_before = st["cpu_s"]
     crawler.fetcher.connections = st["connections"]
+    if "robots_counts" in st:                  # (a checkpoint of an earlier version: they start at 0)
+        crawler.robots.fetches, crawler.robots.adopted, crawler.robots.redirects = st["robots_counts"]
+        for k, v in st["idle"].items():
+            setattr(crawler.runner.idle, k, v)
     crawler.warc.restore(st["warc"])
     crawler.superstep = superstep + 1
     crawler.resumed_from = superstep
