@@ -549,6 +549,9 @@ class CrawlConfig:
                 raise ConfigError(f"dashboard: {exc}") from None
         _check_real_web(merged)
         _check_politeness(merged)
+        n = merged["bucket_columns"]
+        if n < 2 or any(n % k == 0 for k in range(2, int(n ** 0.5) + 1)):
+            raise ConfigError(f"bucket-columns: must be a prime (hosts hash to the Bucket's columns), got {n}")
         accept_types_of(merged["accept_types"])
         prev = merged["previous"]
         if prev is not None and not Path(prev).is_dir():

@@ -130,6 +130,11 @@ def test_a_url_as_seeds_and_a_missing_seeds_file(tmp_path):
     assert read_seeds("http://a.test/start", Scope())[0] == ["http://a.test/start"]
     with pytest.raises(SeedError, match=r"nope\.txt: seeds file not found \(a seed URL starts with http://"):
         read_seeds(str(tmp_path / "nope.txt"), Scope())
+    # a URL of another scheme given as SEEDS is named as the URL it is, not as a missing file
+    for bad in ("ftp://h.test/", "ht!tp://x"):
+        with pytest.raises(SeedError, match=r"not a seeds file, nor a seed URL abc-crawl can crawl") as e:
+            read_seeds(bad, Scope())
+        assert "not found" not in str(e.value)
 
 
 def _closed_port() -> int:

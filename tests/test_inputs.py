@@ -20,6 +20,8 @@ def test_defaults_and_cli_override(tmp_path):
     ({"superstep_seconds": "-1"}, "superstep-seconds: must be >="),
     ({"max_pages": 0}, "max-pages: must be >= 1"),
     ({"assign": "bogus"}, "assign: expected hash, site-hash"),
+    ({"bucket_columns": 200, "contact": "ops@example.org"}, "bucket-columns: must be a prime"),
+    ({"bucket_columns": 1, "contact": "ops@example.org"}, "bucket-columns: must be a prime"),
 ])
 def test_bad_values_name_the_setting(values, msg):
     with pytest.raises(ConfigError, match=msg):

@@ -413,8 +413,10 @@ def read_seeds(path: str, scope: Scope, rules: ScopeRules | None = None) -> tupl
             with open(path, encoding="utf-8", errors="replace") as fh:
                 lines = fh.read().splitlines()
         except FileNotFoundError:
-            hint = "" if "://" in path else " (a seed URL starts with http:// or https://)"
-            raise SeedError(f"{path}: seeds file not found{hint}") from None
+            if "://" in path:                  # a URL of another scheme, or not a URL at all
+                raise SeedError(f"{path}: not a seeds file, nor a seed URL abc-crawl can crawl (only http:// "
+                                "and https:// URLs are)") from None
+            raise SeedError(f"{path}: seeds file not found (a seed URL starts with http:// or https://)") from None
         except OSError as exc:
             raise SeedError(f"{path}: cannot read seeds file ({exc.strerror})") from None
     seeds: list[str] = []
