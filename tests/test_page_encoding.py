@@ -32,6 +32,15 @@ def test_a_query_is_encoded_in_the_pages_encoding(codec, href, want):
     assert encode_query(href, codec) == want
 
 
+def test_a_latin1_page_is_read_as_windows_1252_and_a_stateful_encoding_shifts_once(tmp_path):
+    """A page labelled ISO-8859-1 is windows-1252 to a browser: its bytes 0x80-0x9F (€, curly quotes)
+    are the same bytes in a query, not character references of C1 controls. ISO-2022-JP shifts once
+    for a run of characters, as an encoder given the whole query does."""
+    nav, _ = _page(tmp_path, b'<a href="/s?q=\x80uro\x92s">x</a>', "text/html; charset=iso-8859-1")
+    assert nav == ["http://h.test/s?q=%80uro%92s"]
+    assert encode_query("/s?q=日本", "iso2022_jp") == "/s?q=%1B$BF|K\\%1B(B"
+
+
 def test_an_ascii_byte_of_an_encoded_character_is_left_as_the_whatwg_parser_leaves_it():
     """本 is 0x96 0x7B in Shift_JIS: "{" is not in the special-query percent-encode set; a quote is."""
     assert encode_query("/jq?q=本", "cp932") == "/jq?q=%96{"

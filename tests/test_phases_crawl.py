@@ -216,8 +216,9 @@ def test_a_retry_after_holds_the_host_for_every_rank(tmp_path):
     flaky = m["expected_hostile"]["hosts"][0].split(":")[0]
     session = tmp_path / "s"
     with serve(d, max_seconds=200) as srv:
+        # the hold reaches the other ranks within a superstep and its exchange: well within the rest
         r = crawl_cli(4, d, session, "--phase-seconds", "1.0", "--politeness-delay", "0.5", "--max-retries", "2",
-                      "--no-stats", "--time-limit", "150", timeout=200)
+                      "--superstep-seconds", "0.1", "--no-stats", "--time-limit", "150", timeout=200)
         rows = srv.rows()
     assert r.returncode == 0, r.stderr[-3000:]
     assert json.loads((session / "stats.json").read_text())["stopped"] == "done"

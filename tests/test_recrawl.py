@@ -134,6 +134,9 @@ def test_recrawl_asks_conditionally_and_keeps_the_graph(web, tmp_path):
     assert links1 <= links2, sorted(links1 - links2)[:5]
     css = {d for s, d, k in links1 if k == 1 and s.endswith(".css")}
     assert css and facts["stats"]["not_modified"] > 0
+    # ... and a style sheet was answered 304 in session 2 (so its requisites came from session 1's graph)
+    g2 = facts["metrics"]["graph"]
+    assert any(u.endswith(".css") and st == 304 for u, st in zip(g2.urls, g2.url_status.tolist()))
 
 
 def test_recrawl_with_another_number_of_ranks_and_a_part_vector(tmp_path_factory, tmp_path):

@@ -17,7 +17,7 @@ from ..sched.ipgroups import Groups
 from ..sched.politeness import rest_after
 from ..sched.frontier import Element, Frontier
 from ..net.robots import RobotsCache, robots_url
-from ..web.urls import fingerprint
+from ..web.urls import fingerprint, host_of
 from .counters import IdleTimes, LoopGaps, RankCounters
 from .attempts import AttemptLog, tries
 from .decisions import after_answer, after_cut, links_depth, requisite_depth
@@ -224,8 +224,8 @@ class BatchRunner(RobotsFetching):
     def _address_done(self, b: Batch, r: Response, now: float) -> None:
         """The answer of ``b``'s request: its address rests ``--ip-politeness-delay`` (from here), the
         batches waiting for it are woken then; the address connected to is learnt."""
-        if r.ip and not r.proxied:               # through a proxy the address is the proxy's
-            self.groups.learn(b.host, r.ip)
+        if r.ip and not r.proxied and host_of(r.url) == b.host:
+            self.groups.learn(b.host, r.ip)      # (not a robots.txt hop's to another host: its address)
         addr, b.addr = b.addr, None
         if addr is None:
             return

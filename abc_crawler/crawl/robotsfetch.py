@@ -22,9 +22,10 @@ class RobotsFetching:
         b.side_fetch = False
         self.lines.robots(r, b.redirects, b.via, cause)
         other = host_of(r.url)
-        if other != host:                        # a redirect's hop to another host: that host rests too,
-            v = self.hosts[other]                # and its own batch, held while the hop was out, goes on
-            v.next_at = now + self._rest(other, r.t_end - r.t_start)
+        if other != host:                        # a redirect's hop to another host: that host rests too
+            v = self.hosts[other]                # (a back-off it got meanwhile kept), and its own batch,
+            v.next_at = max(now + self._rest(other, r.t_end - r.t_start),   # held while the hop was out, goes on
+                            self.frontier.blocked_until(other))
             ob = self.batches.get(other)
             if ob is not None and ob.current is None and not ob.side_fetch:
                 self._wake(ob, v.next_at)
@@ -85,9 +86,18 @@ class RobotsFetching:
                 self.robots.forget(host)
                 return False
         other = host_of(nxt)
-        if other != host and self.hosts[other].next_at > now:
-            self._wake(b, self.hosts[other].next_at)      # (that host was asked meanwhile: its rest first)
-            return True
+        if other != host:                        # that host's rest, its request in flight, its address first
+            ob = self.batches.get(other)
+            if self.hosts[other].next_at > now:
+                self._wake(b, self.hosts[other].next_at)
+                return True
+            if ob is not None and (ob.current is not None or ob.side_fetch):
+                self._wake(b, now + self._rest(other, 0.0))   # (looked at again then: its answer sets the rest)
+                return True
+            addr = self.groups.spacing_address(other)
+            if addr is not None and self.groups.next_at.get(addr, 0.0) > now:
+                self._wait_address(b, addr)
+                return True
         b.robots_next = None
         self._stamp(b, limit, full, now)
         b.addr = self.groups.spacing_address(other)       # the address the hop goes to

@@ -86,10 +86,16 @@ class SlotGate:
         """Back-offs another rank met (:meth:`tell_hold`): this rank sends those hosts nothing
         before their end either, when their slots come to it."""
         shared = self.clock.shared()
+        f = self.frontier
         for line in data.decode().split("\n"):
             host, _, until = line.partition("\t")
-            if host and until:
-                self.frontier.hold_off(host, now + (float(until) - shared), now)
+            if not (host and until):
+                continue
+            at = now + (float(until) - shared)
+            if f.host_pending(host) > 0:
+                f.hold_off(host, at, now)         # its queued URLs wait (a back-off, counted so)
+            elif at > f.hosts[host].next_at:
+                f.hosts[host].next_at = at        # none here: a batch it gets later waits for it
 
     def _exclusive(self, host: str) -> bool:
         """``host`` is contacted by this rank alone (its group's pages all here): never gated.

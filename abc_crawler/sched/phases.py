@@ -77,8 +77,10 @@ work is therefore fetched within its rest plus one rotation of its holders, and 
 nothing queued hands its slot to a rank that announced work. A back-off is longer than a rest (a
 ``Retry-After`` of up to 60 s, a failure's back-off) and may outlast the run: the rank that met it
 tells every rank at the next exchange (the host, and until when on the shared clock), and each holds
-the host off as well. The news travels within a superstep (0.5 s by default), less than the rest
-(1 s by default) the holder leaves between the answer and its run's end.
+the host off as well. The news travels within a superstep and its exchange (0.5 s by default and a
+few ms), which must be less than the rest the holder leaves between the answer and its run's end
+(1 s by default); with a rest shorter than the superstep the next holder may ask once before it
+knows (a lease, ``_free_at``, carries the back-off itself).
 
 Examples
 --------

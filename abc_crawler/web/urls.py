@@ -26,6 +26,7 @@ True
 from __future__ import annotations
 
 import codecs
+import re
 from functools import lru_cache
 
 import ada_url
@@ -162,6 +163,7 @@ def query_codec(charset: str | None) -> str | None:
 #: ASCII bytes an encoded character may leave as they are in a query (the WHATWG special-query
 #: percent-encode set is C0 controls, space, ``"``, ``#``, ``'``, ``<``, ``>`` and every byte above 0x7E)
 _QUERY_KEEP = frozenset(b for b in range(0x21, 0x7F) if b not in b"\"#'<>")
+_RUNS = re.compile(r"[\x00-\x7f]+|[^\x00-\x7f]+")
 
 
 def encode_query(href: str, codec: str | None) -> str:
@@ -187,17 +189,31 @@ def encode_query(href: str, codec: str | None) -> str:
     if query.isascii():
         return href
     out = []
-    for ch in query:
-        if ch.isascii():
-            out.append(ch)
+    for run in _RUNS.findall(query):
+        if run.isascii():
+            out.append(run)
             continue
         try:
-            data = ch.encode(codec)
+            out.append(_percent(run.encode(codec)))     # a run at once (a stateful encoding shifts once)
         except UnicodeEncodeError:
-            out.append(f"%26%23{ord(ch)}%3B")
-            continue
-        out.append("".join(chr(b) if b in _QUERY_KEEP else f"%{b:02X}" for b in data))
+            out.extend(_encode_char(ch, codec) for ch in run)
     return f"{href[:q + 1]}{''.join(out)}{href[end:]}"
+
+
+def _percent(data: bytes) -> str:
+    return "".join(chr(b) if b in _QUERY_KEEP else f"%{b:02X}" for b in data)
+
+
+def _encode_char(ch: str, codec: str) -> str:
+    """One character in ``codec``, percent-encoded; one it cannot encode as its HTML character
+    reference, percent-encoded. A C1 control on a page read as ISO-8859-1 (which browsers read as
+    windows-1252, as ``codec`` says) is the byte it was."""
+    try:
+        return _percent(ch.encode(codec))
+    except UnicodeEncodeError:
+        if codec == "cp1252" and 0x80 <= ord(ch) <= 0x9F:
+            return f"%{ord(ch):02X}"
+        return f"%26%23{ord(ch)}%3B"
 
 
 def fingerprint(url: str) -> int:
