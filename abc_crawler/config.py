@@ -508,9 +508,11 @@ class CrawlConfig:
         raise AttributeError(name)
 
     @classmethod
-    def build(cls, cli: dict[str, Any], toml_path: str | list[str] | None = None) -> "CrawlConfig":
+    def build(cls, cli: dict[str, Any], toml_path: str | list[str] | None = None, *,
+              resumed: bool = False) -> "CrawlConfig":
         """Merge defaults, the TOML file(s) (in order: a later file wins) and CLI values (None = not
-        given); validate."""
+        given); validate. ``resumed``: the settings of a session being resumed (a check added since
+        it began does not refuse it: ``--bucket-columns`` a prime)."""
         merged: dict[str, Any] = {s.name: s.default for s in SETTINGS}
         seeds = cli.get("seeds")
         for path in config_paths(toml_path):
@@ -550,7 +552,7 @@ class CrawlConfig:
         _check_real_web(merged)
         _check_politeness(merged)
         n = merged["bucket_columns"]
-        if n < 2 or any(n % k == 0 for k in range(2, int(n ** 0.5) + 1)):
+        if not resumed and (n < 2 or any(n % k == 0 for k in range(2, int(n ** 0.5) + 1))):
             raise ConfigError(f"bucket-columns: must be a prime (hosts hash to the Bucket's columns), got {n}")
         accept_types_of(merged["accept_types"])
         prev = merged["previous"]

@@ -87,7 +87,7 @@ def _resume_config(resume: str, overrides: dict, ranks: int, config_file: str | 
         saved.update(read_config_file(path))
     saved.update({k: v for k, v in overrides.items() if v is not None})
     saved["session_dir"] = str(sd)
-    return CrawlConfig.build(saved), manifest
+    return CrawlConfig.build(saved, resumed=True), manifest
 
 
 def _prepare(cfg: CrawlConfig, ranks: int, resume: bool = False) -> dict:

@@ -28,6 +28,13 @@ def test_bad_values_name_the_setting(values, msg):
         CrawlConfig.build({"seeds": "s.txt", **values})
 
 
+def test_a_resumed_sessions_settings_are_not_refused_by_a_check_added_since():
+    """--bucket-columns had to be a prime only in the docs when older sessions began: resuming one
+    that did not keep to it goes on."""
+    values = {"seeds": "s.txt", "bucket_columns": 200, "contact": "ops@example.org"}
+    assert CrawlConfig.build(values, resumed=True).bucket_columns == 200
+
+
 def test_unknown_toml_key_is_an_error(tmp_path):
     toml = tmp_path / "c.toml"
     toml.write_text("max_pagez = 3\n")

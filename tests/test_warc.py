@@ -395,7 +395,7 @@ def test_a_session_renamed_after_its_checkpoint_resumes_with_the_files_it_began(
         w.write(_resp(f"http://h.test/{i}", b"y%d" % i * 200))
     w.close()
     old.rename(new)
-    w = RankWarc(new, 0, max_bytes=600)
+    w = RankWarc(new, 0, max_bytes=600, info=[("isPartOf", "renamed"), ("description", "ABC crawl session renamed, rank 0")])
     w.restore(ck)
     w.write(_resp("http://h.test/late", b"late"))
     w.close()
@@ -409,3 +409,7 @@ def test_a_session_renamed_after_its_checkpoint_resumes_with_the_files_it_began(
             uris += [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(fh) if r.rec_type == "response"]
         assert index_path(f).read_text().splitlines() == sorted(x.rstrip("\n") for x in index_lines(f)), n
     assert uris == [f"http://h.test/{i}" for i in range(3)] + ["http://h.test/late"]
+    # the files begun after the resume say the session is the one their names say
+    with open(new / "warc" / names[-1], "rb") as fh:
+        info = next(iter(ArchiveIterator(fh))).content_stream().read().decode()
+    assert "isPartOf: orig\r\n" in info and "ABC crawl session orig, rank 0" in info

@@ -538,7 +538,13 @@ class RankWarc:
         # the session's files keep the name they began with, though its directory was renamed since
         # (the files of a checkpoint before the prefix was saved name it too)
         first = parse_warc_name(files[0][0]) if files else None
-        self.prefix = ck.get("prefix") or (first[0] if first is not None else self.prefix)
+        prefix = ck.get("prefix") or (first[0] if first is not None else self.prefix)
+        if prefix != self.prefix:                # the warcinfo of its next files names it as they do
+            renamed = {("isPartOf", self.prefix): prefix,
+                       ("description", f"ABC crawl session {self.prefix}, rank {self.rank}"):
+                           f"ABC crawl session {prefix}, rank {self.rank}"}
+            self.info = [(k, renamed.get((k, v), v)) for k, v in self.info]
+            self.prefix = prefix
         self.seq = ck["seq"]
         current = files[-1] if files and parse_warc_name(files[-1][0])[2] == self.seq else None
         self.closed = files[:-1] if current is not None else files
