@@ -52,6 +52,8 @@ def test_the_codec_of_a_query_is_the_whatwg_encodings():
     # the WHATWG Encoding Standard reads these labels as windows-1252 and Windows' Shift_JIS
     assert [query_codec(c) for c in ("latin1", "ISO-8859-1", "us-ascii", "windows-1252")] == ["cp1252"] * 4
     assert query_codec("Shift_JIS") == "cp932" and query_codec("windows-1251") == "cp1251"
+    # WHATWG labels Python's codecs know by another name
+    assert [query_codec(c) for c in ("Windows-31J", "x-sjis", "iso-8859-8-i")] == ["cp932", "cp932", "iso8859-8"]
 
 
 def test_the_pages_encoding_is_the_boms_the_headers_or_its_declared_one():

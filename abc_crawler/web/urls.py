@@ -135,6 +135,12 @@ _WHATWG_CODEC = {"ascii": "cp1252", "iso8859-1": "cp1252", "iso8859-9": "cp1254"
                  "shift_jis": "cp932", "gb2312": "gbk", "euc_kr": "cp949"}
 
 
+#: WHATWG labels Python's codecs do not know by that name
+_WHATWG_LABELS = {"windows-31j": "cp932", "x-sjis": "cp932", "ms_kanji": "cp932", "iso-8859-8-i": "iso8859-8",
+                  "x-mac-roman": "mac-roman", "x-mac-cyrillic": "mac-cyrillic", "x-gbk": "gbk",
+                  "x-euc-jp": "euc_jp"}
+
+
 @lru_cache(maxsize=64)
 def query_codec(charset: str | None) -> str | None:
     """The codec a page in ``charset`` encodes its links' queries in, or None for UTF-8.
@@ -146,13 +152,14 @@ def query_codec(charset: str | None) -> str | None:
 
     >>> query_codec("UTF-8"), query_codec("utf-16le"), query_codec("Windows-1252"), query_codec("latin1")
     (None, None, 'cp1252', 'cp1252')
-    >>> query_codec("Shift_JIS"), query_codec("koi8-r"), query_codec("x-no-such")
-    ('cp932', 'koi8-r', None)
+    >>> query_codec("Shift_JIS"), query_codec("koi8-r"), query_codec("x-no-such"), query_codec("Windows-31J")
+    ('cp932', 'koi8-r', None, 'cp932')
     """
     if not charset:
         return None
+    label = charset.strip().lower()
     try:
-        name = codecs.lookup(charset.strip()).name
+        name = codecs.lookup(_WHATWG_LABELS.get(label, label)).name
     except (LookupError, ValueError):
         return None
     if name.startswith("utf"):                    # utf-8, utf-16(-le/-be), utf-32: UTF-8 queries
