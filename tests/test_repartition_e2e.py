@@ -48,6 +48,7 @@ from abc_crawler.partition.assignment_metrics import predict
 from abc_crawler.partition.models import distinct_links
 from abc_crawler.web.ownership import hash_rank
 from abc_crawler.partition.partvec import load_partvec, remap
+from abc_crawler.web.parser import EMBED, REFRESH
 from abc_crawler.store.session import load_graph
 from abc_crawler.testweb.generator import compute_expected
 from abc_crawler.web.urls import fingerprint, host_of
@@ -136,7 +137,8 @@ def test_report_against_session1(cycle, tmp_path):
         st2["exchange"]["volume_bytes"] / st1["exchange"]["volume_bytes"])
     assert rep["recomputed"]["check"]["consistent"]
     # wire bytes: each remote URL crosses once per sending rank (the report's bound), plus "\tN" (N <= 10
-    # redirect hops, so at most 3 bytes) on a line whose URL the sender first found as a redirect target.
+    # redirect hops, so at most 3 bytes) on a line whose URL the sender first found as a redirect target,
+    # and "\t\t\tE" (4 bytes) on one it first found as a requisite or a refresh target (its hop letter).
     # (The web is unchanged, so s1's and s2's graphs hold the same links: either one serves for the bounds.)
     assert rep["recomputed"]["wire_ok"]
     g1 = load_graph(cycle["s1"])
@@ -145,8 +147,11 @@ def test_report_against_session1(cycle, tmp_path):
                          (st1, cols["hash_on_session"], hash_rank(g1.url_fp, K))):
         red = (g1.url_status[s] // 100 == 3) & (own[s] != own[d])
         n_red = len(set(zip(own[s[red]].tolist(), d[red].tolist())))
+        ls, ld, lk = g1.link_src, g1.link_dst, g1.link_kinds()
+        flag = ((lk == EMBED) | (lk == REFRESH)) & (own[ls] != own[ld])
+        n_flag = len(set(zip(own[ls[flag]].tolist(), ld[flag].tolist())))
         assert col["wire_bytes"] is None
-        assert col["wire_bytes_min"] <= st["exchange"]["wire_bytes"] <= col["wire_bytes_min"] + 3 * n_red
+        assert col["wire_bytes_min"] <= st["exchange"]["wire_bytes"] <= col["wire_bytes_min"] + 3 * n_red + 4 * n_flag
         assert st["exchange"]["messages_mpi"] >= col["messages_mpi_min"]
     assert all(v == 0 for v in rep["prediction_error"]["predicted_stored"].values())
     for name in rep["plots"].values():
