@@ -346,9 +346,22 @@ class BatchRunner(RobotsFetching):
             self.counters.errors[kind] += 1
         b.todo = []
 
-    def _back_off(self, b: Batch, r: Response, delay: float, now: float) -> None:
-        """A retry's back-off: the batch's other URLs go back and the host rests ``delay`` (at least its
-        rest), on every rank that crawls it (:meth:`SlotGate.tell_hold`); then the batch goes on or ends."""
+    def _decide(self, r: Response, idx: int, host_fails: int) -> tuple[str, float]:
+        """:func:`.decisions.after_answer` of URL ``idx``'s answer, with this crawl's retry settings."""
+        cfg = self.cfg
+        return after_answer(r.error, r.status, r.header("retry-after") if r.error is None else None,
+                            self.frontier.attempts_of(idx), host_fails, max_retries=cfg.max_retries,
+                            host_max_failures=cfg.host_max_failures, backoff=cfg.retry_backoff_seconds)
+
+    def _retry(self, b: Batch, r: Response, idx: int, notes: list[str], delay: float, kind: str,
+               now: float) -> None:
+        """URL ``idx`` is asked again (its retry counted as ``kind``): the batch's other URLs go back
+        and the host rests ``delay`` (at least its rest), on every rank that crawls it
+        (:meth:`SlotGate.tell_hold`); then the batch goes on or ends."""
+        self.lines.answer(r, idx, [*notes, "retry"])
+        self.frontier.count_retry(idx)
+        self.counters.errors[kind] += 1
+        self.frontier.release(idx)
         self._give_back(b)                       # the host backs off: the rest of the batch waits too
         until = now + max(delay, self._rest(b.host, r.t_end - r.t_start))
         self.frontier.hold_off(b.host, until, now)
@@ -416,17 +429,10 @@ class BatchRunner(RobotsFetching):
             st.fails = 0
             if cause is None:
                 st.observe_time(r.t_end - r.t_start)
-        action, delay = after_answer(r.error, r.status, r.header("retry-after") if r.error is None else None,
-                                     self.frontier.attempts_of(idx), st.fails, max_retries=self.cfg.max_retries,
-                                     host_max_failures=self.cfg.host_max_failures,
-                                     backoff=self.cfg.retry_backoff_seconds)
+        action, delay = self._decide(r, idx, st.fails)
         if action == "retry":
-            self.lines.answer(r, idx, [*notes, "retry"])
-            self.frontier.count_retry(idx)
             self.counters.retries += 1
-            self.counters.errors[f"retried_{r.error or r.status}"] += 1
-            self.frontier.release(idx)
-            self._back_off(b, r, delay, now)
+            self._retry(b, r, idx, notes, delay, f"retried_{r.error or r.status}", now)
             return
         if action == "dead_host":
             st.dead = True                       # given up: its other URLs are counted, not fetched
@@ -456,16 +462,9 @@ class BatchRunner(RobotsFetching):
         else:
             # a 429, a 503 or a transient failure: asked again after its back-off (Retry-After wins),
             # as a page is (its failures are not the host's: a sitemap file never kills a host)
-            action, delay = after_answer(r.error, r.status, r.header("retry-after") if r.error is None else None,
-                                         self.frontier.attempts_of(idx), 0, max_retries=self.cfg.max_retries,
-                                         host_max_failures=self.cfg.host_max_failures,
-                                         backoff=self.cfg.retry_backoff_seconds)
+            action, delay = self._decide(r, idx, 0)
             if action == "retry":
-                self.lines.answer(r, idx, [*notes, "retry"])
-                self.frontier.count_retry(idx)
-                self.counters.errors[f"sitemap_retried_{r.error or r.status}"] += 1
-                self.frontier.release(idx)
-                self._back_off(b, r, delay, now)
+                self._retry(b, r, idx, notes, delay, f"sitemap_retried_{r.error or r.status}", now)
                 return
         self.lines.answer(r, idx, notes)
         self.frontier.complete(idx)

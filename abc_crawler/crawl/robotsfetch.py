@@ -62,14 +62,13 @@ class RobotsFetching:
         if nxt is None:
             self.counters.errors["robots_redirect_unfollowed"] += 1
             return False
-        # the next hop is a request like any other: after the host's rest, within a held slot, and
-        # after the rest this rank owes the hop's own host when it is another one
+        # the next hop is a request like any other: after the host's rest, within a held slot (and
+        # after the other host's rest, when it goes to another one: _robots_hop)
         st = self.hosts[host]
         st.next_at = now + self._rest(host, r.t_end - r.t_start)
-        other = host_of(nxt)
         b.robots_next = nxt
         b.via, b.redirects = r.url, b.redirects + 1
-        self._wake(b, st.next_at if other == host else max(st.next_at, self.hosts[other].next_at))
+        self._wake(b, st.next_at)
         return True
 
     def _robots_hop(self, b, now: float) -> bool:
@@ -86,6 +85,7 @@ class RobotsFetching:
                 self.robots.forget(host)
                 return False
         other = host_of(nxt)
+        addr = self.groups.spacing_address(other)         # the address the hop goes to
         if other != host:                        # that host's rest, its request in flight, its address first
             ob = self.batches.get(other)
             if self.hosts[other].next_at > now:
@@ -94,18 +94,15 @@ class RobotsFetching:
             if ob is not None and (ob.current is not None or ob.side_fetch):
                 self._wake(b, now + self._rest(other, 0.0))   # (looked at again then: its answer sets the rest)
                 return True
-            addr = self.groups.spacing_address(other)
             if addr is not None and self.groups.next_at.get(addr, 0.0) > now:
                 self._wait_address(b, addr)
                 return True
         b.robots_next = None
         self._stamp(b, limit, full, now)
-        b.addr = self.groups.spacing_address(other)       # the address the hop goes to
+        b.addr = addr
         if other != host:                                 # nothing else to that host until the hop's answer
             self.hosts[other].next_at = max(self.hosts[other].next_at, now + self.cfg.timeout)
         b.side_fetch = True
         b.asked += 1
         self._submit(b, (self.ROBOTS_KEY, host), nxt, limit)
         return True
-
-

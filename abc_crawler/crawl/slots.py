@@ -91,11 +91,8 @@ class SlotGate:
             host, _, until = line.partition("\t")
             if not (host and until):
                 continue
-            at = now + (float(until) - shared)
-            if f.host_pending(host) > 0:
-                f.hold_off(host, at, now)         # its queued URLs wait (a back-off, counted so)
-            elif at > f.hosts[host].next_at:
-                f.hosts[host].next_at = at        # none here: a batch it gets later waits for it
+            # its queued URLs wait (a back-off, counted so); none here: a batch it gets later waits
+            f.hold_off(host, now + (float(until) - shared), now, block=f.host_pending(host) > 0)
 
     def _exclusive(self, host: str) -> bool:
         """``host`` is contacted by this rank alone (its group's pages all here): never gated.

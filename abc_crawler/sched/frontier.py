@@ -145,14 +145,16 @@ class Frontier(URLStates):
         self.hosts[host].blocked_until = until
         heapq.heappush(self._blk_heap, (until, host))
 
-    def hold_off(self, host: str, until: float, now: float) -> None:
+    def hold_off(self, host: str, until: float, now: float, block: bool = True) -> None:
         """This rank sends ``host`` nothing before ``until`` (monotonic; a retry's back-off, a lease's
-        rest): its rest ends no earlier, and no element of it is scheduled before — never earlier
-        than a rest or back-off it already has."""
+        rest): its rest ends no earlier, and (``block``) no element of it is scheduled before — never
+        earlier than a rest or back-off it already has. ``block=False``: its rest only (a host with
+        nothing queued here: a batch it gets later waits for it, and this rank's idle time is not
+        counted as waiting for it)."""
         v = self.hosts[host]
         if until > v.next_at:
             v.next_at = until
-        if until > now and until > v.blocked_until:
+        if block and until > now and until > v.blocked_until:
             self.block(host, until)
 
     def blocked_until(self, host: str) -> float:
